@@ -1,0 +1,22 @@
+//! Quire's domain: identifiers, statuses, permissions, source scopes, validated inputs and the
+//! traits for services from outside (the clock). No I/O and no framework types live here, so
+//! every other crate can share these definitions without pulling in axum or sqlx.
+
+pub mod clock;
+pub mod ids;
+pub mod input;
+pub mod model;
+pub mod permission;
+pub mod scope;
+pub mod secret;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use ids::{ChunkId, DocumentId, JobId, KeyId, SourceId};
+pub use input::{InputError, SearchLimit, SearchQuery, SourceDescription, SourceName, SourceType};
+pub use model::{
+    ApiKeyRecord, ChunkDraft, DocumentRecord, DocumentStatus, NewApiKey, NewDocument, NewSource,
+    SourceRecord,
+};
+pub use permission::Permission;
+pub use scope::SourceScope;
+pub use secret::Secret;

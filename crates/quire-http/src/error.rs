@@ -1,0 +1,170 @@
+//! The one place where failures become HTTP responses. Every variant is classified by an
+//! exhaustive `match`, so a new kind of failure cannot silently become a 500, and a 500 never
+//! carries internal detail (the cause is logged instead).
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use quire_ingest::{IngestError, StageError};
+use quire_search::SearchError;
+use quire_store::StoreError;
+use serde::Serialize;
+
+use crate::RateLimitState;
+
+/// A failed request, as the client will see it.
+#[derive(Debug)]
+pub enum ApiError {
+    /// 400: the request is malformed or a parameter is invalid.
+    BadRequest(String),
+    /// 400: the body is not valid JSON or has fields of the wrong type.
+    InvalidBody(String),
+    /// 401: the API key is missing, malformed, unknown or revoked.
+    Unauthorized(String),
+    /// 403: the key's permission level is too low.
+    Forbidden(String),
+    /// 404: the resource does not exist or is outside the key's scope.
+    NotFound(String),
+    /// 405: the path exists but not with this method.
+    MethodNotAllowed,
+    /// 413: the body is larger than allowed.
+    PayloadTooLarge(String),
+    /// 415: the body is not of the media type the endpoint takes.
+    UnsupportedMediaType(String),
+    /// 429: the key's rate limit is used up.
+    RateLimited(RateLimitState),
+    /// 500: something failed inside; the cause has been logged.
+    Internal,
+}
+
+/// The error envelope every non-2xx response carries.
+#[derive(Debug, Serialize)]
+pub struct ErrorBody {
+    /// Short machine-readable name.
+    pub error: &'static str,
+    /// Human-readable detail.
+    pub message: String,
+}
+
+impl ApiError {
+    /// Logs `cause` and returns the generic 500.
+    pub fn internal(cause: &dyn std::fmt::Display) -> Self {
+        tracing::error!(error = %cause, "internal error");
+        Self::Internal
+    }
+
+    /// Status and envelope of this error.
+    pub fn parts(&self) -> (StatusCode, ErrorBody) {
+        let (status, error, message) = match self {
+            Self::BadRequest(m) => (StatusCode::BAD_REQUEST, "bad_request", m.clone()),
+            Self::InvalidBody(m) => (StatusCode::BAD_REQUEST, "invalid_body", m.clone()),
+            Self::Unauthorized(m) => (StatusCode::UNAUTHORIZED, "unauthorized", m.clone()),
+            Self::Forbidden(m) => (StatusCode::FORBIDDEN, "forbidden", m.clone()),
+            Self::NotFound(m) => (StatusCode::NOT_FOUND, "not_found", m.clone()),
+            Self::MethodNotAllowed => (
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "this path does not accept that HTTP method".into(),
+            ),
+            Self::PayloadTooLarge(m) => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                m.clone(),
+            ),
+            Self::UnsupportedMediaType(m) => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                m.clone(),
+            ),
+            Self::RateLimited(state) => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                format!(
+                    "rate limit of {} requests per minute exceeded; retry after {} seconds",
+                    state.limit, state.retry_after
+                ),
+            ),
+            Self::Internal => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal_error",
+                "an internal error occurred; it has been logged".into(),
+            ),
+        };
+        (status, ErrorBody { error, message })
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (status, body) = self.parts();
+        write!(f, "{} {}: {}", status.as_u16(), body.error, body.message)
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, body) = self.parts();
+        let mut response = (status, Json(body)).into_response();
+        match &self {
+            Self::RateLimited(state) => {
+                state.apply(response.headers_mut());
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(state.retry_after));
+            }
+            Self::Unauthorized(_) => {
+                response
+                    .headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            _ => {}
+        }
+        response
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Invalid(message) => Self::BadRequest(message),
+            StoreError::Database(_) | StoreError::Corrupt(_) | StoreError::Open(_) => {
+                Self::internal(&e)
+            }
+        }
+    }
+}
+
+impl From<SearchError> for ApiError {
+    fn from(e: SearchError) -> Self {
+        match e {
+            SearchError::Index(_) | SearchError::Open(_) | SearchError::Corrupt(_) => {
+                Self::internal(&e)
+            }
+        }
+    }
+}
+
+impl From<StageError> for ApiError {
+    fn from(e: StageError) -> Self {
+        match e {
+            StageError::TooLarge { limit } => Self::PayloadTooLarge(format!(
+                "the file is larger than the upload limit of {limit} bytes"
+            )),
+            StageError::Io(_) => Self::internal(&e),
+        }
+    }
+}
+
+impl From<IngestError> for ApiError {
+    fn from(e: IngestError) -> Self {
+        match e {
+            IngestError::SourceNotFound => Self::NotFound("data source not found".into()),
+            IngestError::Store(e) => e.into(),
+            IngestError::Index(e) => e.into(),
+            IngestError::Stage(e) => e.into(),
+            IngestError::Io(_) | IngestError::Task(_) => Self::internal(&e),
+        }
+    }
+}

@@ -1,0 +1,54 @@
+//! `GET /api/v1/sources/{id}/documents`, and `GET`/`DELETE` of one document.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+
+use super::{DocumentPath, SourcePath};
+use crate::auth::{Read, ReadWrite, Require};
+use crate::extract::ApiPath;
+use crate::wire::DocumentJson;
+use crate::{ApiError, AppState};
+
+pub(super) async fn list(
+    State(state): State<AppState>,
+    Require(caller, _): Require<Read>,
+    ApiPath(SourcePath { id }): ApiPath<SourcePath>,
+) -> Result<Json<Vec<DocumentJson>>, ApiError> {
+    let documents = state
+        .store
+        .list_documents(caller.scope(), id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("data source {id} not found")))?;
+    Ok(Json(documents.iter().map(DocumentJson::from).collect()))
+}
+
+pub(super) async fn get(
+    State(state): State<AppState>,
+    Require(caller, _): Require<Read>,
+    ApiPath(DocumentPath { id, doc_id }): ApiPath<DocumentPath>,
+) -> Result<Json<DocumentJson>, ApiError> {
+    let document = state
+        .store
+        .get_document(caller.scope(), id, doc_id)
+        .await?
+        .ok_or_else(|| document_not_found(doc_id))?;
+    Ok(Json(DocumentJson::from(&document)))
+}
+
+pub(super) async fn delete(
+    State(state): State<AppState>,
+    Require(caller, _): Require<ReadWrite>,
+    ApiPath(DocumentPath { id, doc_id }): ApiPath<DocumentPath>,
+) -> Result<StatusCode, ApiError> {
+    state
+        .ingest
+        .delete(caller.scope(), id, doc_id)
+        .await?
+        .ok_or_else(|| document_not_found(doc_id))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+fn document_not_found(id: quire_core::DocumentId) -> ApiError {
+    ApiError::NotFound(format!("document {id} not found in this data source"))
+}

@@ -1,0 +1,124 @@
+//! The router: every route of the Agent API with its layers, and the fallbacks that keep even
+//! unknown paths and wrong methods inside the error envelope.
+
+mod documents;
+mod health;
+mod search;
+mod sources;
+mod upload;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderValue, Response, StatusCode, header};
+use axum::middleware::{from_fn_with_state, map_response};
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use quire_store::RateBucket;
+use serde::Deserialize;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::trace::TraceLayer;
+
+use crate::{ApiError, AppState, auth, rate_limit};
+
+/// `/sources/{id}`.
+#[derive(Debug, Deserialize)]
+struct SourcePath {
+    id: quire_core::SourceId,
+}
+
+/// `/sources/{id}/documents/{doc_id}`.
+#[derive(Debug, Deserialize)]
+struct DocumentPath {
+    id: quire_core::SourceId,
+    doc_id: quire_core::DocumentId,
+}
+
+/// Builds the whole HTTP application.
+pub fn router(state: AppState) -> Router {
+    let limited =
+        |bucket: RateBucket| from_fn_with_state((state.clone(), bucket), rate_limit::enforce);
+    let v1 = Router::new()
+        .route("/sources", get(sources::list).post(sources::create))
+        .route("/sources/{id}", get(sources::get))
+        .route("/sources/{id}/documents", get(documents::list))
+        .route(
+            "/sources/{id}/documents/upload",
+            // Uploads stream to disk under their own size limit.
+            post(upload::single).layer(DefaultBodyLimit::disable()),
+        )
+        .route(
+            "/sources/{id}/documents/upload-bulk",
+            post(upload::bulk).layer(DefaultBodyLimit::disable()),
+        )
+        .route(
+            "/sources/{id}/documents/{doc_id}",
+            get(documents::get).delete(documents::delete),
+        )
+        .route(
+            "/search",
+            post(search::search).route_layer(limited(RateBucket::Search)),
+        )
+        .route_layer(from_fn_with_state(state.clone(), auth::authenticate));
+    Router::new()
+        .route("/api/health/version", get(health::version))
+        .nest("/api/v1", v1)
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(state.settings.max_json_bytes))
+        .layer(map_response(ensure_error_envelope))
+        .layer(CatchPanicLayer::custom(panic_response))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+async fn not_found() -> ApiError {
+    ApiError::NotFound("no such endpoint".into())
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed
+}
+
+fn panic_response(_panic: Box<dyn std::any::Any + Send + 'static>) -> Response<Body> {
+    tracing::error!("a request handler panicked");
+    ApiError::Internal.into_response()
+}
+
+/// Safety net: an error response produced outside our handlers (a layer, a framework default)
+/// gets the envelope too.
+async fn ensure_error_envelope(response: Response<Body>) -> Response<Body> {
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let error = match status {
+        StatusCode::NOT_FOUND => ApiError::NotFound("no such endpoint".into()),
+        StatusCode::METHOD_NOT_ALLOWED => ApiError::MethodNotAllowed,
+        StatusCode::PAYLOAD_TOO_LARGE => {
+            ApiError::PayloadTooLarge("the request body is too large".into())
+        }
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => {
+            ApiError::UnsupportedMediaType("unsupported content type".into())
+        }
+        s if s.is_server_error() => ApiError::Internal,
+        s => ApiError::BadRequest(s.canonical_reason().unwrap_or("bad request").to_lowercase()),
+    };
+    let (parts, _) = response.into_parts();
+    let mut fixed = error.into_response();
+    *fixed.status_mut() = status;
+    for (name, value) in parts.headers.iter() {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            fixed.headers_mut().insert(name.clone(), value.clone());
+        }
+    }
+    fixed.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    fixed
+}

@@ -1,0 +1,163 @@
+//! The JSON shapes of the Agent API: camelCase fields, ISO 8601 UTC timestamps with
+//! milliseconds, UUID strings.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use quire_core::{DocumentRecord, SourceRecord};
+use serde::Serialize;
+
+use crate::error::ErrorBody;
+
+fn iso(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// A data source.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceJson {
+    id: String,
+    name: String,
+    description: String,
+    #[serde(rename = "type")]
+    source_type: String,
+    document_count: u64,
+    created_at: String,
+}
+
+impl From<&SourceRecord> for SourceJson {
+    fn from(s: &SourceRecord) -> Self {
+        Self {
+            id: s.id.to_string(),
+            name: s.name.clone(),
+            description: s.description.clone(),
+            source_type: s.source_type.clone(),
+            document_count: s.document_count,
+            created_at: iso(s.created_at),
+        }
+    }
+}
+
+/// A data source with its documents.
+#[derive(Debug, Serialize)]
+pub struct SourceDetailJson {
+    #[serde(flatten)]
+    source: SourceJson,
+    documents: Vec<DocumentJson>,
+}
+
+impl SourceDetailJson {
+    /// Combines a source and its documents.
+    pub fn new(source: &SourceRecord, documents: &[DocumentRecord]) -> Self {
+        Self {
+            source: source.into(),
+            documents: documents.iter().map(DocumentJson::from).collect(),
+        }
+    }
+}
+
+/// A document (the same record in lists and in detail).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DocumentJson {
+    id: String,
+    name: String,
+    data_source_id: String,
+    status: &'static str,
+    error: Option<String>,
+    chunk_count: u64,
+    page_count: u64,
+    size: u64,
+    content_type: String,
+    sha256: String,
+    created_at: String,
+    updated_at: String,
+}
+
+impl From<&DocumentRecord> for DocumentJson {
+    fn from(d: &DocumentRecord) -> Self {
+        Self {
+            id: d.id.to_string(),
+            name: d.name.clone(),
+            data_source_id: d.source_id.to_string(),
+            status: d.status.as_str(),
+            error: d.error.clone(),
+            chunk_count: d.chunk_count,
+            page_count: d.page_count,
+            size: d.size,
+            content_type: d.content_type.clone(),
+            sha256: d.sha256.clone(),
+            created_at: iso(d.created_at),
+            updated_at: iso(d.updated_at),
+        }
+    }
+}
+
+/// One file part of a bulk upload and what became of it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BulkEntryJson {
+    /// Position of the part among the request's `file` parts, from 0.
+    pub index: usize,
+    /// File name from the part.
+    pub name: String,
+    /// `accepted` or `rejected`.
+    pub status: &'static str,
+    /// The new document, when accepted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub document: Option<DocumentJson>,
+    /// Why the part was rejected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorBody>,
+}
+
+/// The answer to a bulk upload.
+#[derive(Debug, Serialize)]
+pub struct BulkUploadJson {
+    /// Number of parts accepted.
+    pub accepted: usize,
+    /// Number of parts rejected.
+    pub rejected: usize,
+    /// One entry per `file` part, in request order.
+    pub results: Vec<BulkEntryJson>,
+}
+
+/// `{id, name}` of a document or source in a search result.
+#[derive(Debug, Serialize)]
+pub struct RefJson {
+    /// Identifier.
+    pub id: String,
+    /// Name.
+    pub name: String,
+}
+
+/// Where in its document a passage is.
+#[derive(Debug, Serialize)]
+pub struct MetadataJson {
+    /// Heading path (empty when the document has no headings there).
+    pub section: String,
+    /// Page number, from 1.
+    pub page: u32,
+}
+
+/// One search result.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchResultJson {
+    /// The passage.
+    pub content: String,
+    /// Relevance score (higher is better).
+    pub score: f32,
+    /// The document.
+    pub document: RefJson,
+    /// The document's source.
+    pub data_source: RefJson,
+    /// Section and page.
+    pub metadata: MetadataJson,
+}
+
+/// The answer to a search.
+#[derive(Debug, Serialize)]
+pub struct SearchResponseJson {
+    /// Results, best first.
+    pub results: Vec<SearchResultJson>,
+}

@@ -1,0 +1,361 @@
+//! The ingestion service: what the HTTP layer calls to accept and delete documents, and what
+//! the workers call to process one job.
+
+use std::sync::Arc;
+
+use chrono::Duration;
+use quire_core::{
+    Clock, DocumentId, DocumentRecord, NewDocument, SourceId, SourceRecord, SourceScope,
+};
+use quire_search::{IndexedChunk, KeywordIndex, SearchError};
+use quire_store::{ClaimedJob, FinishOutcome, ProcessedDocument, Store, StoreError};
+use tokio::sync::Notify;
+use tracing::Instrument;
+
+use crate::chunker::ChunkingParams;
+use crate::format::guess_content_type;
+use crate::originals::{Originals, StageError, StagedFile, StagedUpload};
+use crate::pipeline::{Processed, ProcessingError, process_file};
+
+/// Longest stored file name, in characters.
+const MAX_NAME_CHARS: usize = 255;
+
+/// Upload and processing settings.
+#[derive(Debug, Clone, Copy)]
+pub struct IngestSettings {
+    /// Largest accepted file, in bytes.
+    pub max_upload_bytes: u64,
+    /// How documents are cut into chunks.
+    pub chunking: ChunkingParams,
+    /// Longest a worker may spend on one document before it is failed.
+    pub time_budget: std::time::Duration,
+    /// How long a claimed job stays leased to its worker.
+    pub lease: Duration,
+    /// Claims of one job (including ones interrupted by crashes) before its document fails.
+    pub max_attempts: u32,
+}
+
+/// A received file, staged on disk, with what the client said about it.
+#[derive(Debug)]
+pub struct Upload {
+    /// File name from the multipart part.
+    pub name: String,
+    /// Media type from the multipart part, if any.
+    pub content_type: Option<String>,
+    /// The staged bytes.
+    pub staged: StagedUpload,
+}
+
+/// Why an ingestion call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    /// The source does not exist or is outside the caller's scope.
+    #[error("data source not found")]
+    SourceNotFound,
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The keyword index failed.
+    #[error(transparent)]
+    Index(#[from] SearchError),
+    /// Staging or moving a file failed.
+    #[error(transparent)]
+    Stage(#[from] StageError),
+    /// Disk I/O failed.
+    #[error("file system error: {0}")]
+    Io(#[from] std::io::Error),
+    /// A blocking task could not be joined.
+    #[error("background task failed: {0}")]
+    Task(String),
+}
+
+/// Accepts uploads, deletes documents and processes jobs.
+pub struct Ingest {
+    store: Arc<dyn Store>,
+    index: Arc<KeywordIndex>,
+    originals: Originals,
+    clock: Arc<dyn Clock>,
+    settings: IngestSettings,
+    wakeup: Notify,
+}
+
+impl std::fmt::Debug for Ingest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ingest")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Ingest {
+    /// Wires the service to its store, index, file area and clock.
+    pub fn new(
+        store: Arc<dyn Store>,
+        index: Arc<KeywordIndex>,
+        originals: Originals,
+        clock: Arc<dyn Clock>,
+        settings: IngestSettings,
+    ) -> Self {
+        Self {
+            store,
+            index,
+            originals,
+            clock,
+            settings,
+            wakeup: Notify::new(),
+        }
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> &IngestSettings {
+        &self.settings
+    }
+
+    /// The source `id` if the caller may upload into it.
+    pub async fn source(
+        &self,
+        scope: &SourceScope,
+        id: SourceId,
+    ) -> Result<SourceRecord, IngestError> {
+        self.store
+            .get_source(scope, id)
+            .await?
+            .ok_or(IngestError::SourceNotFound)
+    }
+
+    /// Starts staging an upload, limited to the configured maximum size.
+    pub async fn stage(&self) -> Result<StagedFile, IngestError> {
+        Ok(self.originals.stage(self.settings.max_upload_bytes).await?)
+    }
+
+    /// Stores an upload as a new `queued` document of `source` and wakes a worker.
+    pub async fn accept(
+        &self,
+        scope: &SourceScope,
+        source: SourceId,
+        upload: Upload,
+    ) -> Result<DocumentRecord, IngestError> {
+        self.source(scope, source).await?;
+        let name = clean_file_name(&upload.name);
+        let content_type = match upload.content_type.as_deref().map(str::trim) {
+            Some(t) if !t.is_empty() && t != "application/octet-stream" => t.to_owned(),
+            _ => guess_content_type(&name).to_owned(),
+        };
+        let id = DocumentId::new();
+        let (size, sha256) = (upload.staged.size, upload.staged.sha256.clone());
+        self.originals.commit(upload.staged, id)?;
+        let created = self
+            .store
+            .create_document(NewDocument {
+                id,
+                source_id: source,
+                name,
+                content_type,
+                size,
+                sha256,
+                created_at: self.clock.now(),
+            })
+            .await;
+        match created {
+            Ok(doc) => {
+                self.wakeup.notify_one();
+                Ok(doc)
+            }
+            Err(e) => {
+                let _ = self.originals.remove(id);
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Deletes a document: its record, chunks and job, its index entries and its original.
+    /// Returns `None` when it does not exist in `scope`.
+    pub async fn delete(
+        &self,
+        scope: &SourceScope,
+        source: SourceId,
+        id: DocumentId,
+    ) -> Result<Option<DocumentRecord>, IngestError> {
+        let Some(doc) = self.store.delete_document(scope, source, id).await? else {
+            return Ok(None);
+        };
+        let index = Arc::clone(&self.index);
+        blocking(move || index.delete_document(id)).await??;
+        if let Err(e) = self.originals.remove(id) {
+            tracing::warn!(document = %id, error = %e, "could not remove the original file");
+        }
+        Ok(Some(doc))
+    }
+
+    /// Waits until an upload arrives (or `notify_worker` is called).
+    pub async fn wait_for_work(&self) {
+        self.wakeup.notified().await;
+    }
+
+    /// Wakes one waiting worker.
+    pub fn notify_worker(&self) {
+        self.wakeup.notify_one();
+    }
+
+    /// Claims and processes one job as `worker`. Returns false when no job was runnable.
+    pub async fn process_next(&self, worker: &str) -> Result<bool, IngestError> {
+        let now = self.clock.now();
+        let Some(job) = self
+            .store
+            .claim_job(worker, now, now + self.settings.lease)
+            .await?
+        else {
+            return Ok(false);
+        };
+        let span = tracing::info_span!("job", document = %job.document_id, attempt = job.attempts);
+        self.process_claimed(job).instrument(span).await?;
+        Ok(true)
+    }
+
+    async fn process_claimed(&self, job: ClaimedJob) -> Result<(), IngestError> {
+        if job.attempts > self.settings.max_attempts {
+            let message = format!(
+                "processing was interrupted {} times (the server stopped or the work ran out of \
+                 time); giving up",
+                job.attempts - 1
+            );
+            self.store
+                .fail_document(&job, &message, self.clock.now())
+                .await?;
+            return Ok(());
+        }
+        match self.extract(&job).await {
+            Ok(processed) => self.store_processed(&job, processed).await?,
+            Err(message) => {
+                tracing::info!(error = %message, "document failed");
+                let outcome = self
+                    .store
+                    .fail_document(&job, &message, self.clock.now())
+                    .await?;
+                if outcome == FinishOutcome::LeaseLost {
+                    tracing::warn!("lost the job's lease before failing it");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the blocking pipeline under the time budget; the error is the document's `error`.
+    async fn extract(&self, job: &ClaimedJob) -> Result<Processed, String> {
+        let path = self.originals.path_of(job.document_id);
+        let (name, content_type) = (job.document_name.clone(), job.content_type.clone());
+        let chunking = self.settings.chunking;
+        let task = tokio::task::spawn_blocking(move || {
+            process_file(&path, &name, &content_type, chunking)
+        });
+        match tokio::time::timeout(self.settings.time_budget, task).await {
+            Err(_) => Err(format!(
+                "processing took longer than the {}-second limit",
+                self.settings.time_budget.as_secs()
+            )),
+            Ok(Err(join)) => {
+                tracing::error!(error = %join, "document processing crashed");
+                Err("internal error: processing this file crashed; see the server log".into())
+            }
+            Ok(Ok(Err(ProcessingError::Io(e)))) => {
+                tracing::error!(error = %e, "could not read the original");
+                Err("the stored original file could not be read".into())
+            }
+            Ok(Ok(result)) => result.map_err(|e| e.to_string()),
+        }
+    }
+
+    async fn store_processed(
+        &self,
+        job: &ClaimedJob,
+        processed: Processed,
+    ) -> Result<(), IngestError> {
+        let indexed: Vec<IndexedChunk> = processed
+            .chunks
+            .iter()
+            .map(|c| IndexedChunk {
+                ordinal: c.ordinal,
+                page: c.page,
+                section: c.section.clone(),
+                content: c.content.clone(),
+            })
+            .collect();
+        let index = Arc::clone(&self.index);
+        let (doc, source) = (job.document_id, job.source_id);
+        if let Err(e) = blocking(move || index.replace_document(doc, source, &indexed)).await? {
+            tracing::error!(error = %e, "indexing failed");
+            self.store
+                .fail_document(
+                    job,
+                    "internal error while indexing; see the server log",
+                    self.clock.now(),
+                )
+                .await?;
+            return Ok(());
+        }
+        let chunk_count = processed.chunks.len();
+        let outcome = self
+            .store
+            .finish_document(
+                job,
+                ProcessedDocument {
+                    chunks: processed.chunks,
+                    page_count: processed.page_count,
+                },
+                self.clock.now(),
+            )
+            .await?;
+        match outcome {
+            FinishOutcome::Stored => tracing::info!(chunks = chunk_count, "document ready"),
+            FinishOutcome::DocumentGone => {
+                // Deleted while we worked: take back what we just indexed.
+                let index = Arc::clone(&self.index);
+                blocking(move || index.delete_document(doc)).await??;
+            }
+            FinishOutcome::LeaseLost => {
+                tracing::warn!("lost the job's lease; another worker has it")
+            }
+        }
+        Ok(())
+    }
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, IngestError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| IngestError::Task(e.to_string()))
+}
+
+/// The last path component of a client-supplied file name, without control characters, at
+/// most 255 characters; `upload` when nothing is left.
+fn clean_file_name(raw: &str) -> String {
+    let base = raw.rsplit(['/', '\\']).next().unwrap_or("");
+    let cleaned: String = base
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(MAX_NAME_CHARS)
+        .collect();
+    let cleaned = cleaned.trim();
+    if cleaned.is_empty() || cleaned == "." || cleaned == ".." {
+        "upload".to_owned()
+    } else {
+        cleaned.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_lose_directories_and_control_characters() {
+        assert_eq!(clean_file_name("../../etc/passwd"), "passwd");
+        assert_eq!(clean_file_name("C:\\Users\\me\\report.md"), "report.md");
+        assert_eq!(clean_file_name("a\u{0}b\n.txt"), "ab.txt");
+        assert_eq!(clean_file_name(""), "upload");
+        assert_eq!(clean_file_name(".."), "upload");
+        assert_eq!(clean_file_name(&"x".repeat(300)).len(), 255);
+    }
+}

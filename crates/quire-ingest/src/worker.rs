@@ -1,0 +1,85 @@
+//! The job runner: a few workers that claim jobs from the store, process them, and sleep until
+//! an upload wakes them or the poll interval passes (jobs can also become runnable when a lease
+//! expires, which nothing announces).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::Ingest;
+
+/// How many workers run and how often idle ones look for work.
+#[derive(Debug, Clone, Copy)]
+pub struct WorkerSettings {
+    /// Number of concurrent workers.
+    pub workers: usize,
+    /// How often an idle worker checks for runnable jobs.
+    pub poll_interval: Duration,
+}
+
+/// Running workers; stop them with [`JobRunner::shutdown`].
+#[derive(Debug)]
+pub struct JobRunner {
+    cancel: CancellationToken,
+    handles: Vec<JoinHandle<()>>,
+}
+
+impl JobRunner {
+    /// Starts `settings.workers` workers.
+    pub fn start(ingest: Arc<Ingest>, settings: WorkerSettings) -> Self {
+        let cancel = CancellationToken::new();
+        let run_id = uuid::Uuid::new_v4().simple().to_string();
+        let handles = (0..settings.workers)
+            .map(|n| {
+                let worker = format!("worker-{}-{n}", &run_id[..8]);
+                tokio::spawn(work(worker, Arc::clone(&ingest), settings, cancel.clone()))
+            })
+            .collect();
+        Self { cancel, handles }
+    }
+
+    /// Asks the workers to stop after their current job and waits up to `grace` for them. A job
+    /// still running then keeps its lease and is resumed at the next start.
+    pub async fn shutdown(self, grace: Duration) {
+        self.cancel.cancel();
+        let all = futures_join(self.handles);
+        if tokio::time::timeout(grace, all).await.is_err() {
+            tracing::warn!("workers still busy at shutdown; their jobs resume at the next start");
+        }
+    }
+}
+
+async fn futures_join(handles: Vec<JoinHandle<()>>) {
+    for handle in handles {
+        let _ = handle.await;
+    }
+}
+
+async fn work(
+    worker: String,
+    ingest: Arc<Ingest>,
+    settings: WorkerSettings,
+    cancel: CancellationToken,
+) {
+    tracing::debug!(%worker, "worker started");
+    while !cancel.is_cancelled() {
+        let found = match ingest.process_next(&worker).await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::error!(%worker, error = %e, "job processing failed");
+                false
+            }
+        };
+        if found {
+            continue;
+        }
+        tokio::select! {
+            () = cancel.cancelled() => break,
+            () = ingest.wait_for_work() => {}
+            () = tokio::time::sleep(settings.poll_interval) => {}
+        }
+    }
+    tracing::debug!(%worker, "worker stopped");
+}

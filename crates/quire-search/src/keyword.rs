@@ -1,0 +1,442 @@
+//! The keyword index: one Tantivy document per chunk, BM25 over the chunk text and its heading
+//! path, with the scope applied inside the query so the top-k is taken among visible chunks
+//! only (filtering afterwards would starve small scopes of results).
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use quire_core::{DocumentId, SourceId, SourceScope};
+use tantivy::collector::TopDocs;
+use tantivy::directory::MmapDirectory;
+use tantivy::query::{BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, TermQuery};
+use tantivy::schema::{
+    Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions, Value,
+};
+use tantivy::tokenizer::{
+    Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, TextAnalyzer,
+};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term, doc};
+
+/// Name under which the analyzer is registered with Tantivy.
+const ANALYZER: &str = "quire_en";
+/// Memory the single indexing thread may use before flushing a segment.
+const WRITER_HEAP_BYTES: usize = 50_000_000;
+/// Heading matches count for less than body matches: a heading is shared by many chunks.
+const SECTION_BOOST: f32 = 0.5;
+
+/// Why an index operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    /// Tantivy reported an error.
+    #[error("keyword index error: {0}")]
+    Index(#[from] tantivy::TantivyError),
+    /// The index directory could not be opened.
+    #[error("could not open the keyword index: {0}")]
+    Open(String),
+    /// A stored field was missing or malformed.
+    #[error("corrupt keyword index entry: {0}")]
+    Corrupt(String),
+}
+
+/// A chunk as handed to the index.
+#[derive(Debug, Clone)]
+pub struct IndexedChunk {
+    /// Position in the document.
+    pub ordinal: u32,
+    /// Page number, from 1.
+    pub page: u32,
+    /// Heading path.
+    pub section: String,
+    /// Passage text.
+    pub content: String,
+}
+
+/// A chunk that matched a query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeywordHit {
+    /// The document it belongs to.
+    pub document_id: DocumentId,
+    /// The document's source.
+    pub source_id: SourceId,
+    /// Position in the document.
+    pub ordinal: u32,
+    /// Page number.
+    pub page: u32,
+    /// Heading path.
+    pub section: String,
+    /// Passage text.
+    pub content: String,
+    /// BM25 score.
+    pub score: f32,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Fields {
+    document_id: Field,
+    source_id: Field,
+    ordinal: Field,
+    page: Field,
+    section: Field,
+    content: Field,
+}
+
+/// A persistent BM25 index of chunks. All methods block; call them off the async runtime.
+pub struct KeywordIndex {
+    index: Index,
+    writer: Mutex<IndexWriter>,
+    reader: IndexReader,
+    fields: Fields,
+}
+
+impl std::fmt::Debug for KeywordIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeywordIndex").finish_non_exhaustive()
+    }
+}
+
+fn schema() -> (Schema, Fields) {
+    let mut builder = Schema::builder();
+    let text = TextOptions::default()
+        .set_indexing_options(
+            TextFieldIndexing::default()
+                .set_tokenizer(ANALYZER)
+                .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+        )
+        .set_stored();
+    let fields = Fields {
+        document_id: builder.add_text_field("document_id", STRING | STORED),
+        source_id: builder.add_text_field("source_id", STRING | STORED),
+        ordinal: builder.add_u64_field("ordinal", STORED),
+        page: builder.add_u64_field("page", STORED),
+        section: builder.add_text_field("section", text.clone()),
+        content: builder.add_text_field("content", text),
+    };
+    (builder.build(), fields)
+}
+
+fn analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(RemoveLongFilter::limit(40))
+        .filter(LowerCaser)
+        .filter(Stemmer::new(Language::English))
+        .build()
+}
+
+impl KeywordIndex {
+    /// Opens the index in `dir`, creating it if needed. Only one process may hold it.
+    pub fn open(dir: &Path) -> Result<Self, SearchError> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| SearchError::Open(format!("{}: {e}", dir.display())))?;
+        let (schema, fields) = schema();
+        let directory = MmapDirectory::open(dir)
+            .map_err(|e| SearchError::Open(format!("{}: {e}", dir.display())))?;
+        let index = Index::open_or_create(directory, schema)?;
+        index.tokenizers().register(ANALYZER, analyzer());
+        let writer = index.writer_with_num_threads(1, WRITER_HEAP_BYTES)?;
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
+        Ok(Self {
+            index,
+            writer: Mutex::new(writer),
+            reader,
+            fields,
+        })
+    }
+
+    /// Replaces whatever the index holds for `document` with `chunks`, and makes the change
+    /// visible to searches before returning.
+    pub fn replace_document(
+        &self,
+        document: DocumentId,
+        source: SourceId,
+        chunks: &[IndexedChunk],
+    ) -> Result<(), SearchError> {
+        let f = self.fields;
+        let mut writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        writer.delete_term(Term::from_field_text(f.document_id, &document.to_string()));
+        for chunk in chunks {
+            writer.add_document(doc!(
+                f.document_id => document.to_string(),
+                f.source_id => source.to_string(),
+                f.ordinal => u64::from(chunk.ordinal),
+                f.page => u64::from(chunk.page),
+                f.section => chunk.section.as_str(),
+                f.content => chunk.content.as_str(),
+            ))?;
+        }
+        self.commit(&mut writer)
+    }
+
+    /// Removes every chunk of `document`; searches stop finding it before this returns.
+    pub fn delete_document(&self, document: DocumentId) -> Result<(), SearchError> {
+        let mut writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        writer.delete_term(Term::from_field_text(
+            self.fields.document_id,
+            &document.to_string(),
+        ));
+        self.commit(&mut writer)
+    }
+
+    fn commit(&self, writer: &mut IndexWriter) -> Result<(), SearchError> {
+        if let Err(e) = writer.commit() {
+            // Drop the failed batch so the next commit does not carry half of it.
+            let _ = writer.rollback();
+            return Err(e.into());
+        }
+        self.reader.reload()?;
+        Ok(())
+    }
+
+    /// Number of chunks in the index.
+    pub fn chunk_count(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+
+    /// The `limit` best chunks for `query` among the sources in `scope`, best first.
+    pub fn search(
+        &self,
+        query: &str,
+        scope: &SourceScope,
+        limit: usize,
+    ) -> Result<Vec<KeywordHit>, SearchError> {
+        if limit == 0 || scope.source_ids().is_some_and(|ids| ids.is_empty()) {
+            return Ok(Vec::new());
+        }
+        let Some(text_query) = self.text_query(query) else {
+            return Ok(Vec::new());
+        };
+        let query: Box<dyn Query> = match scope.source_ids() {
+            None => text_query,
+            Some(ids) => {
+                let sources: Vec<(Occur, Box<dyn Query>)> = ids
+                    .iter()
+                    .map(|id| {
+                        let term = Term::from_field_text(self.fields.source_id, &id.to_string());
+                        let q: Box<dyn Query> =
+                            Box::new(TermQuery::new(term, IndexRecordOption::Basic));
+                        (Occur::Should, q)
+                    })
+                    .collect();
+                // A zero constant score: the filter decides membership, never ranking.
+                let filter = ConstScoreQuery::new(Box::new(BooleanQuery::new(sources)), 0.0);
+                Box::new(BooleanQuery::new(vec![
+                    (Occur::Must, text_query),
+                    (Occur::Must, Box::new(filter)),
+                ]))
+            }
+        };
+        let searcher = self.reader.searcher();
+        let top = searcher.search(&query, &TopDocs::with_limit(limit))?;
+        top.into_iter()
+            .map(|(score, address)| {
+                let doc: TantivyDocument = searcher.doc(address)?;
+                self.hit(&doc, score)
+            })
+            .collect()
+    }
+
+    /// An OR of the query's analysed terms over body and headings, or `None` when the query has
+    /// no searchable term (only punctuation, say).
+    fn text_query(&self, query: &str) -> Option<Box<dyn Query>> {
+        let mut analyzer = self
+            .index
+            .tokenizers()
+            .get(ANALYZER)
+            .unwrap_or_else(analyzer);
+        let mut tokens = Vec::new();
+        let mut stream = analyzer.token_stream(query);
+        stream.process(&mut |token| tokens.push(token.text.clone()));
+        if tokens.is_empty() {
+            return None;
+        }
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::with_capacity(tokens.len() * 2);
+        for token in &tokens {
+            let body = Term::from_field_text(self.fields.content, token);
+            clauses.push((
+                Occur::Should,
+                Box::new(TermQuery::new(body, IndexRecordOption::WithFreqs)),
+            ));
+            let heading = Term::from_field_text(self.fields.section, token);
+            clauses.push((
+                Occur::Should,
+                Box::new(BoostQuery::new(
+                    Box::new(TermQuery::new(heading, IndexRecordOption::WithFreqs)),
+                    SECTION_BOOST,
+                )),
+            ));
+        }
+        Some(Box::new(BooleanQuery::new(clauses)))
+    }
+
+    fn hit(&self, doc: &TantivyDocument, score: f32) -> Result<KeywordHit, SearchError> {
+        let f = self.fields;
+        let text = |field: Field, name: &str| {
+            doc.get_first(field)
+                .and_then(|v| v.as_str())
+                .map(str::to_owned)
+                .ok_or_else(|| SearchError::Corrupt(format!("missing {name}")))
+        };
+        let number = |field: Field, name: &str| {
+            doc.get_first(field)
+                .and_then(|v| v.as_u64())
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(|| SearchError::Corrupt(format!("missing {name}")))
+        };
+        let parse_id = |raw: String| {
+            raw.parse::<uuid::Uuid>()
+                .map_err(|_| SearchError::Corrupt(format!("bad id {raw:?}")))
+        };
+        Ok(KeywordHit {
+            document_id: DocumentId(parse_id(text(f.document_id, "document_id")?)?),
+            source_id: SourceId(parse_id(text(f.source_id, "source_id")?)?),
+            ordinal: number(f.ordinal, "ordinal")?,
+            page: number(f.page, "page")?,
+            section: text(f.section, "section")?,
+            content: text(f.content, "content")?,
+            score,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(ordinal: u32, page: u32, section: &str, content: &str) -> IndexedChunk {
+        IndexedChunk {
+            ordinal,
+            page,
+            section: section.into(),
+            content: content.into(),
+        }
+    }
+
+    fn fixture() -> (
+        tempfile::TempDir,
+        KeywordIndex,
+        [SourceId; 2],
+        [DocumentId; 2],
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let index = KeywordIndex::open(dir.path()).unwrap();
+        let sources = [SourceId::new(), SourceId::new()];
+        let docs = [DocumentId::new(), DocumentId::new()];
+        index
+            .replace_document(
+                docs[0],
+                sources[0],
+                &[
+                    chunk(
+                        0,
+                        1,
+                        "Pumps",
+                        "The centrifugal pump must be primed before starting.",
+                    ),
+                    chunk(
+                        1,
+                        2,
+                        "Valves",
+                        "Close the isolation valve during maintenance.",
+                    ),
+                ],
+            )
+            .unwrap();
+        index
+            .replace_document(
+                docs[1],
+                sources[1],
+                &[chunk(
+                    0,
+                    1,
+                    "",
+                    "Pumping stations need backup power; pumps fail without it.",
+                )],
+            )
+            .unwrap();
+        (dir, index, sources, docs)
+    }
+
+    #[test]
+    fn finds_stemmed_terms_and_ranks_by_bm25() {
+        let (_dir, index, _sources, _docs) = fixture();
+        let hits = index.search("pumps", &SourceScope::All, 10).unwrap();
+        assert_eq!(hits.len(), 2);
+        assert!(hits[0].score >= hits[1].score);
+        assert!(
+            hits.iter()
+                .all(|h| h.content.to_lowercase().contains("pump"))
+        );
+        let valve = index.search("valves", &SourceScope::All, 10).unwrap();
+        assert_eq!(valve.len(), 1);
+        assert_eq!((valve[0].page, valve[0].section.as_str()), (2, "Valves"));
+    }
+
+    #[test]
+    fn scope_is_applied_before_the_top_k() {
+        let (_dir, index, sources, docs) = fixture();
+        let hits = index
+            .search("pump", &SourceScope::only([sources[1]]), 1)
+            .unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].document_id, docs[1]);
+        assert!(
+            index
+                .search("pump", &SourceScope::only([]), 10)
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn deletion_is_visible_at_once_and_survives_reopen() {
+        let (dir, index, _sources, docs) = fixture();
+        index.delete_document(docs[0]).unwrap();
+        assert!(
+            index
+                .search("valve", &SourceScope::All, 10)
+                .unwrap()
+                .is_empty()
+        );
+        drop(index);
+        let reopened = KeywordIndex::open(dir.path()).unwrap();
+        assert!(
+            reopened
+                .search("valve", &SourceScope::All, 10)
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(
+            reopened
+                .search("pump", &SourceScope::All, 10)
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+
+    #[test]
+    fn replacing_a_document_does_not_duplicate_it() {
+        let (_dir, index, sources, docs) = fixture();
+        index
+            .replace_document(docs[1], sources[1], &[chunk(0, 1, "", "pumps again")])
+            .unwrap();
+        let hits = index
+            .search("pump", &SourceScope::only([sources[1]]), 10)
+            .unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].content, "pumps again");
+    }
+
+    #[test]
+    fn punctuation_only_queries_find_nothing() {
+        let (_dir, index, _sources, _docs) = fixture();
+        assert!(
+            index
+                .search("?!", &SourceScope::All, 10)
+                .unwrap()
+                .is_empty()
+        );
+    }
+}

@@ -1,0 +1,133 @@
+//! Quire's storage. The [`Store`] trait is everything the service keeps outside its indexes:
+//! sources, documents, chunks, API keys, background jobs and rate-limit windows. The embedded
+//! default is SQLite ([`SqliteStore`]); other backends implement the same trait and pass the
+//! same conformance tests.
+//!
+//! Every call that reads documents takes the caller's [`SourceScope`], so scope filtering
+//! happens here, in one place, and no endpoint can forget it.
+
+mod error;
+mod sqlite;
+mod types;
+
+pub use error::StoreError;
+pub use sqlite::SqliteStore;
+pub use types::{
+    ClaimedJob, DocumentHit, FinishOutcome, ProcessedDocument, RateBucket, RateWindow,
+};
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use quire_core::{
+    ApiKeyRecord, DocumentId, DocumentRecord, KeyId, NewApiKey, NewDocument, NewSource, SourceId,
+    SourceRecord, SourceScope,
+};
+
+/// Result of a store call.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// Persistent state of the service. Implementations must be safe to share between the HTTP
+/// handlers, the background workers and other processes using the same database (the CLI).
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    // --- sources ---
+
+    /// Creates a source.
+    async fn create_source(&self, source: NewSource) -> StoreResult<SourceRecord>;
+    /// Sources visible in `scope`, oldest first.
+    async fn list_sources(&self, scope: &SourceScope) -> StoreResult<Vec<SourceRecord>>;
+    /// One source, if it exists and is in `scope`.
+    async fn get_source(
+        &self,
+        scope: &SourceScope,
+        id: SourceId,
+    ) -> StoreResult<Option<SourceRecord>>;
+    /// Which of `ids` exist (regardless of any scope); for validating key scopes.
+    async fn existing_sources(&self, ids: &[SourceId]) -> StoreResult<Vec<SourceId>>;
+
+    // --- documents ---
+
+    /// Creates a document in status `queued` together with its processing job, atomically.
+    async fn create_document(&self, document: NewDocument) -> StoreResult<DocumentRecord>;
+    /// Documents of one source (which must be in `scope`), newest first. `None` when the
+    /// source is missing or out of scope.
+    async fn list_documents(
+        &self,
+        scope: &SourceScope,
+        source: SourceId,
+    ) -> StoreResult<Option<Vec<DocumentRecord>>>;
+    /// One document of one source, if both exist and the source is in `scope`.
+    async fn get_document(
+        &self,
+        scope: &SourceScope,
+        source: SourceId,
+        id: DocumentId,
+    ) -> StoreResult<Option<DocumentRecord>>;
+    /// Deletes a document with its chunks and job; returns what was deleted.
+    async fn delete_document(
+        &self,
+        scope: &SourceScope,
+        source: SourceId,
+        id: DocumentId,
+    ) -> StoreResult<Option<DocumentRecord>>;
+    /// The ready documents among `ids` that are in `scope`, with their source names; used to
+    /// turn index hits into results (and to drop hits for documents deleted meanwhile).
+    async fn ready_documents(
+        &self,
+        scope: &SourceScope,
+        ids: &[DocumentId],
+    ) -> StoreResult<Vec<DocumentHit>>;
+
+    // --- jobs ---
+
+    /// Takes the oldest runnable job (queued, or running with an expired lease), leases it to
+    /// `worker` until `lease_until`, and marks its document `processing`.
+    async fn claim_job(
+        &self,
+        worker: &str,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+    ) -> StoreResult<Option<ClaimedJob>>;
+    /// Stores the chunks, marks the document `ready` and the job done. Does nothing if the
+    /// document was deleted or the lease was lost meanwhile, and says which.
+    async fn finish_document(
+        &self,
+        job: &ClaimedJob,
+        processed: ProcessedDocument,
+        now: DateTime<Utc>,
+    ) -> StoreResult<FinishOutcome>;
+    /// Marks the document `failed` with `error` and the job failed.
+    async fn fail_document(
+        &self,
+        job: &ClaimedJob,
+        error: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<FinishOutcome>;
+    /// Puts every leased job back in the queue (their owner is gone); returns how many. Called
+    /// when the only process that runs workers starts.
+    async fn requeue_running_jobs(&self, now: DateTime<Utc>) -> StoreResult<u64>;
+    /// Number of jobs waiting or running.
+    async fn pending_job_count(&self) -> StoreResult<u64>;
+
+    // --- API keys ---
+
+    /// Stores a new key. Fails with [`StoreError::Invalid`] if its scope names unknown sources.
+    async fn create_key(&self, key: NewApiKey) -> StoreResult<ApiKeyRecord>;
+    /// The key whose secret hashes to `key_hash`, revoked or not.
+    async fn find_key_by_hash(&self, key_hash: &str) -> StoreResult<Option<ApiKeyRecord>>;
+    /// All keys, oldest first.
+    async fn list_keys(&self) -> StoreResult<Vec<ApiKeyRecord>>;
+    /// Revokes a key; `None` if it does not exist. Revoking twice keeps the first time.
+    async fn revoke_key(&self, id: KeyId, now: DateTime<Utc>) -> StoreResult<Option<ApiKeyRecord>>;
+    /// Records that a key was used (at most one write per key a minute).
+    async fn touch_key(&self, id: KeyId, now: DateTime<Utc>) -> StoreResult<()>;
+
+    // --- rate limits ---
+
+    /// Counts one request in the window and returns the count including it.
+    async fn hit_rate_window(&self, window: &RateWindow) -> StoreResult<u64>;
+    /// The count in the window without adding to it.
+    async fn peek_rate_window(&self, window: &RateWindow) -> StoreResult<u64>;
+    /// Forgets windows that started before `before`.
+    async fn prune_rate_windows(&self, before: DateTime<Utc>) -> StoreResult<u64>;
+}

@@ -1,0 +1,158 @@
+//! Documents. Creating one also enqueues its processing job in the same transaction, so a
+//! document can never exist without the work that will finish it.
+
+use quire_core::{
+    DocumentId, DocumentRecord, DocumentStatus, JobId, NewDocument, SourceId, SourceScope,
+};
+use sqlx::{QueryBuilder, Row, Sqlite, SqlitePool};
+
+use super::codec::{self, DOCUMENT_COLUMNS, DOCUMENT_COLUMNS_UNQUALIFIED};
+use crate::{DocumentHit, StoreResult};
+
+pub(super) async fn create(pool: &SqlitePool, doc: NewDocument) -> StoreResult<DocumentRecord> {
+    let now = codec::millis(doc.created_at);
+    let mut tx = pool.begin().await?;
+    sqlx::query(
+        "INSERT INTO documents (id, source_id, name, status, size, content_type, sha256,
+                                created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(doc.id.to_string())
+    .bind(doc.source_id.to_string())
+    .bind(&doc.name)
+    .bind(DocumentStatus::Queued.as_str())
+    .bind(i64::try_from(doc.size).unwrap_or(i64::MAX))
+    .bind(&doc.content_type)
+    .bind(&doc.sha256)
+    .bind(now)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(
+        "INSERT INTO jobs (id, document_id, kind, state, run_after, created_at, updated_at)
+         VALUES (?, ?, 'process_document', 'queued', ?, ?, ?)",
+    )
+    .bind(JobId::new().to_string())
+    .bind(doc.id.to_string())
+    .bind(now)
+    .bind(now)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(DocumentRecord {
+        id: doc.id,
+        source_id: doc.source_id,
+        name: doc.name,
+        status: DocumentStatus::Queued,
+        error: None,
+        chunk_count: 0,
+        page_count: 0,
+        size: doc.size,
+        content_type: doc.content_type,
+        sha256: doc.sha256,
+        created_at: doc.created_at,
+        updated_at: doc.created_at,
+    })
+}
+
+pub(super) async fn list(
+    pool: &SqlitePool,
+    scope: &SourceScope,
+    source: SourceId,
+) -> StoreResult<Option<Vec<DocumentRecord>>> {
+    if !scope.allows(source) || !source_exists(pool, source).await? {
+        return Ok(None);
+    }
+    let rows = sqlx::query(&format!(
+        "SELECT {DOCUMENT_COLUMNS} FROM documents d WHERE d.source_id = ?
+         ORDER BY d.created_at DESC, d.rowid DESC"
+    ))
+    .bind(source.to_string())
+    .fetch_all(pool)
+    .await?;
+    rows.iter()
+        .map(codec::document_from_row)
+        .collect::<StoreResult<Vec<_>>>()
+        .map(Some)
+}
+
+pub(super) async fn get(
+    pool: &SqlitePool,
+    scope: &SourceScope,
+    source: SourceId,
+    id: DocumentId,
+) -> StoreResult<Option<DocumentRecord>> {
+    if !scope.allows(source) {
+        return Ok(None);
+    }
+    let row = sqlx::query(&format!(
+        "SELECT {DOCUMENT_COLUMNS} FROM documents d WHERE d.id = ? AND d.source_id = ?"
+    ))
+    .bind(id.to_string())
+    .bind(source.to_string())
+    .fetch_optional(pool)
+    .await?;
+    row.as_ref().map(codec::document_from_row).transpose()
+}
+
+pub(super) async fn delete(
+    pool: &SqlitePool,
+    scope: &SourceScope,
+    source: SourceId,
+    id: DocumentId,
+) -> StoreResult<Option<DocumentRecord>> {
+    if !scope.allows(source) {
+        return Ok(None);
+    }
+    // The DELETE comes first so the transaction takes the write lock at once; chunks and the
+    // job go with it through ON DELETE CASCADE.
+    let row = sqlx::query(&format!(
+        "DELETE FROM documents WHERE id = ? AND source_id = ? RETURNING {DOCUMENT_COLUMNS_UNQUALIFIED}"
+    ))
+    .bind(id.to_string())
+    .bind(source.to_string())
+    .fetch_optional(pool)
+    .await?;
+    row.as_ref().map(codec::document_from_row).transpose()
+}
+
+pub(super) async fn ready(
+    pool: &SqlitePool,
+    scope: &SourceScope,
+    ids: &[DocumentId],
+) -> StoreResult<Vec<DocumentHit>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut qb = QueryBuilder::<Sqlite>::new(
+        "SELECT d.id, d.name, d.source_id, s.name AS source_name
+         FROM documents d JOIN sources s ON s.id = d.source_id
+         WHERE d.status = 'ready' AND d.id IN (",
+    );
+    let mut list = qb.separated(", ");
+    for id in ids {
+        list.push_bind(id.to_string());
+    }
+    list.push_unseparated(")");
+    codec::push_scope(&mut qb, "d.source_id", scope);
+    let rows = qb.build().fetch_all(pool).await?;
+    rows.iter()
+        .map(|row| {
+            Ok(DocumentHit {
+                id: codec::id(&row.try_get::<String, _>("id")?)?,
+                name: row.try_get("name")?,
+                source_id: codec::id(&row.try_get::<String, _>("source_id")?)?,
+                source_name: row.try_get("source_name")?,
+            })
+        })
+        .collect()
+}
+
+async fn source_exists(pool: &SqlitePool, source: SourceId) -> StoreResult<bool> {
+    let row = sqlx::query("SELECT 1 FROM sources WHERE id = ?")
+        .bind(source.to_string())
+        .fetch_optional(pool)
+        .await?;
+    Ok(row.is_some())
+}

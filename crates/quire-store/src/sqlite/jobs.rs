@@ -1,0 +1,239 @@
+//! The durable job queue. A job is leased to one worker at a time; a lease that runs out
+//! (the worker died or hung) makes the job runnable again, and every state change of a job and
+//! its document happens in one transaction.
+
+use chrono::{DateTime, Utc};
+use quire_core::{ChunkId, DocumentStatus};
+use sqlx::{Row, SqlitePool};
+
+use super::codec;
+use crate::{ClaimedJob, FinishOutcome, ProcessedDocument, StoreResult};
+
+pub(super) async fn claim(
+    pool: &SqlitePool,
+    worker: &str,
+    now: DateTime<Utc>,
+    lease_until: DateTime<Utc>,
+) -> StoreResult<Option<ClaimedJob>> {
+    let now_ms = codec::millis(now);
+    // Idle workers poll often; a read first keeps them from taking the write lock for nothing.
+    let runnable = sqlx::query(
+        "SELECT 1 FROM jobs
+         WHERE (state = 'queued' AND run_after <= ?1) OR (state = 'running' AND lease_expires_at < ?1)
+         LIMIT 1",
+    )
+    .bind(now_ms)
+    .fetch_optional(pool)
+    .await?;
+    if runnable.is_none() {
+        return Ok(None);
+    }
+    let mut tx = pool.begin().await?;
+    let row = sqlx::query(
+        "UPDATE jobs
+         SET state = 'running', attempts = attempts + 1, lease_owner = ?1,
+             lease_expires_at = ?2, updated_at = ?3
+         WHERE id = (
+             SELECT id FROM jobs
+             WHERE (state = 'queued' AND run_after <= ?3)
+                OR (state = 'running' AND lease_expires_at < ?3)
+             ORDER BY created_at, rowid
+             LIMIT 1)
+         RETURNING id, document_id, attempts",
+    )
+    .bind(worker)
+    .bind(codec::millis(lease_until))
+    .bind(now_ms)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(row) = row else {
+        tx.rollback().await?;
+        return Ok(None);
+    };
+    let document_id: String = row.try_get("document_id")?;
+    let doc = sqlx::query(
+        "UPDATE documents SET status = ?, updated_at = ? WHERE id = ?
+         RETURNING source_id, name, content_type",
+    )
+    .bind(DocumentStatus::Processing.as_str())
+    .bind(now_ms)
+    .bind(&document_id)
+    .fetch_one(&mut *tx)
+    .await?;
+    let job = ClaimedJob {
+        id: codec::id(&row.try_get::<String, _>("id")?)?,
+        document_id: codec::id(&document_id)?,
+        source_id: codec::id(&doc.try_get::<String, _>("source_id")?)?,
+        document_name: doc.try_get("name")?,
+        content_type: doc.try_get("content_type")?,
+        attempts: u32::try_from(row.try_get::<i64, _>("attempts")?).unwrap_or(u32::MAX),
+        worker: worker.to_owned(),
+    };
+    tx.commit().await?;
+    Ok(Some(job))
+}
+
+pub(super) async fn finish(
+    pool: &SqlitePool,
+    job: &ClaimedJob,
+    processed: ProcessedDocument,
+    now: DateTime<Utc>,
+) -> StoreResult<FinishOutcome> {
+    let now_ms = codec::millis(now);
+    let mut tx = pool.begin().await?;
+    if !release_lease(&mut tx, job, "done", None, now_ms).await? {
+        tx.rollback().await?;
+        return lost_or_gone(pool, job).await;
+    }
+    let doc = job.document_id.to_string();
+    let updated = sqlx::query(
+        "UPDATE documents SET status = ?, error = NULL, chunk_count = ?, page_count = ?,
+                              updated_at = ?
+         WHERE id = ?",
+    )
+    .bind(DocumentStatus::Ready.as_str())
+    .bind(processed.chunks.len() as i64)
+    .bind(i64::from(processed.page_count))
+    .bind(now_ms)
+    .bind(&doc)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    if updated == 0 {
+        tx.rollback().await?;
+        return Ok(FinishOutcome::DocumentGone);
+    }
+    let source: String = sqlx::query("SELECT source_id FROM documents WHERE id = ?")
+        .bind(&doc)
+        .fetch_one(&mut *tx)
+        .await?
+        .try_get("source_id")?;
+    // A retried job may have stored chunks before; replace them.
+    sqlx::query("DELETE FROM chunks WHERE document_id = ?")
+        .bind(&doc)
+        .execute(&mut *tx)
+        .await?;
+    for chunk in &processed.chunks {
+        sqlx::query(
+            "INSERT INTO chunks (id, document_id, source_id, ordinal, page, section, content)
+             VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(ChunkId::new().to_string())
+        .bind(&doc)
+        .bind(&source)
+        .bind(i64::from(chunk.ordinal))
+        .bind(i64::from(chunk.page))
+        .bind(&chunk.section)
+        .bind(&chunk.content)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(FinishOutcome::Stored)
+}
+
+pub(super) async fn fail(
+    pool: &SqlitePool,
+    job: &ClaimedJob,
+    error: &str,
+    now: DateTime<Utc>,
+) -> StoreResult<FinishOutcome> {
+    let now_ms = codec::millis(now);
+    let mut tx = pool.begin().await?;
+    if !release_lease(&mut tx, job, "failed", Some(error), now_ms).await? {
+        tx.rollback().await?;
+        return lost_or_gone(pool, job).await;
+    }
+    let updated = sqlx::query(
+        "UPDATE documents SET status = ?, error = ?, chunk_count = 0, updated_at = ? WHERE id = ?",
+    )
+    .bind(DocumentStatus::Failed.as_str())
+    .bind(error)
+    .bind(now_ms)
+    .bind(job.document_id.to_string())
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    if updated == 0 {
+        tx.rollback().await?;
+        return Ok(FinishOutcome::DocumentGone);
+    }
+    sqlx::query("DELETE FROM chunks WHERE document_id = ?")
+        .bind(job.document_id.to_string())
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(FinishOutcome::Stored)
+}
+
+/// Ends the job if `job.worker` still holds its lease; false when it does not (or the job is
+/// gone with its document).
+async fn release_lease(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    job: &ClaimedJob,
+    state: &str,
+    error: Option<&str>,
+    now_ms: i64,
+) -> StoreResult<bool> {
+    let updated = sqlx::query(
+        "UPDATE jobs SET state = ?, last_error = ?, lease_owner = NULL, lease_expires_at = NULL,
+                         updated_at = ?
+         WHERE id = ? AND state = 'running' AND lease_owner = ? AND attempts = ?",
+    )
+    .bind(state)
+    .bind(error)
+    .bind(now_ms)
+    .bind(job.id.to_string())
+    .bind(&job.worker)
+    .bind(i64::from(job.attempts))
+    .execute(&mut **tx)
+    .await?
+    .rows_affected();
+    Ok(updated == 1)
+}
+
+async fn lost_or_gone(pool: &SqlitePool, job: &ClaimedJob) -> StoreResult<FinishOutcome> {
+    let exists = sqlx::query("SELECT 1 FROM documents WHERE id = ?")
+        .bind(job.document_id.to_string())
+        .fetch_optional(pool)
+        .await?
+        .is_some();
+    Ok(if exists {
+        FinishOutcome::LeaseLost
+    } else {
+        FinishOutcome::DocumentGone
+    })
+}
+
+pub(super) async fn requeue_running(pool: &SqlitePool, now: DateTime<Utc>) -> StoreResult<u64> {
+    let now_ms = codec::millis(now);
+    let mut tx = pool.begin().await?;
+    let requeued = sqlx::query(
+        "UPDATE jobs SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL,
+                         updated_at = ?
+         WHERE state = 'running'",
+    )
+    .bind(now_ms)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    sqlx::query(
+        "UPDATE documents SET status = ?, updated_at = ?
+         WHERE status = ? AND id IN (SELECT document_id FROM jobs WHERE state = 'queued')",
+    )
+    .bind(DocumentStatus::Queued.as_str())
+    .bind(now_ms)
+    .bind(DocumentStatus::Processing.as_str())
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(requeued)
+}
+
+pub(super) async fn pending_count(pool: &SqlitePool) -> StoreResult<u64> {
+    let n: i64 = sqlx::query("SELECT COUNT(*) AS n FROM jobs WHERE state IN ('queued', 'running')")
+        .fetch_one(pool)
+        .await?
+        .try_get("n")?;
+    Ok(codec::count(n))
+}

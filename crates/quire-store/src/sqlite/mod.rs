@@ -1,0 +1,189 @@
+//! The SQLite store: the embedded default. One database file in the data directory, in WAL
+//! mode so the CLI can create keys while the server runs.
+
+mod codec;
+mod documents;
+mod jobs;
+mod keys;
+mod migrations;
+mod rate;
+mod sources;
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use quire_core::{
+    ApiKeyRecord, DocumentId, DocumentRecord, KeyId, NewApiKey, NewDocument, NewSource, SourceId,
+    SourceRecord, SourceScope,
+};
+use sqlx::SqlitePool;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+
+use crate::{
+    ClaimedJob, DocumentHit, FinishOutcome, ProcessedDocument, RateWindow, Store, StoreError,
+    StoreResult,
+};
+
+/// A [`Store`] in one SQLite database file.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database at `path` and brings its schema up to date.
+    pub async fn open(path: &Path) -> StoreResult<Self> {
+        let url = format!("sqlite://{}", path.display());
+        let options = SqliteConnectOptions::from_str(&url)
+            .map_err(|e| StoreError::Open(e.to_string()))?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            // Other processes (the CLI) write to the same file; wait for their lock.
+            .busy_timeout(Duration::from_secs(10));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .connect_with(options)
+            .await
+            .map_err(|e| StoreError::Open(format!("{}: {e}", path.display())))?;
+        migrations::run(&pool).await?;
+        Ok(Self { pool })
+    }
+
+    /// Closes every connection; waits for those in use.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn create_source(&self, source: NewSource) -> StoreResult<SourceRecord> {
+        sources::create(&self.pool, source).await
+    }
+
+    async fn list_sources(&self, scope: &SourceScope) -> StoreResult<Vec<SourceRecord>> {
+        sources::list(&self.pool, scope).await
+    }
+
+    async fn get_source(
+        &self,
+        scope: &SourceScope,
+        id: SourceId,
+    ) -> StoreResult<Option<SourceRecord>> {
+        sources::get(&self.pool, scope, id).await
+    }
+
+    async fn existing_sources(&self, ids: &[SourceId]) -> StoreResult<Vec<SourceId>> {
+        sources::existing(&self.pool, ids).await
+    }
+
+    async fn create_document(&self, document: NewDocument) -> StoreResult<DocumentRecord> {
+        documents::create(&self.pool, document).await
+    }
+
+    async fn list_documents(
+        &self,
+        scope: &SourceScope,
+        source: SourceId,
+    ) -> StoreResult<Option<Vec<DocumentRecord>>> {
+        documents::list(&self.pool, scope, source).await
+    }
+
+    async fn get_document(
+        &self,
+        scope: &SourceScope,
+        source: SourceId,
+        id: DocumentId,
+    ) -> StoreResult<Option<DocumentRecord>> {
+        documents::get(&self.pool, scope, source, id).await
+    }
+
+    async fn delete_document(
+        &self,
+        scope: &SourceScope,
+        source: SourceId,
+        id: DocumentId,
+    ) -> StoreResult<Option<DocumentRecord>> {
+        documents::delete(&self.pool, scope, source, id).await
+    }
+
+    async fn ready_documents(
+        &self,
+        scope: &SourceScope,
+        ids: &[DocumentId],
+    ) -> StoreResult<Vec<DocumentHit>> {
+        documents::ready(&self.pool, scope, ids).await
+    }
+
+    async fn claim_job(
+        &self,
+        worker: &str,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+    ) -> StoreResult<Option<ClaimedJob>> {
+        jobs::claim(&self.pool, worker, now, lease_until).await
+    }
+
+    async fn finish_document(
+        &self,
+        job: &ClaimedJob,
+        processed: ProcessedDocument,
+        now: DateTime<Utc>,
+    ) -> StoreResult<FinishOutcome> {
+        jobs::finish(&self.pool, job, processed, now).await
+    }
+
+    async fn fail_document(
+        &self,
+        job: &ClaimedJob,
+        error: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<FinishOutcome> {
+        jobs::fail(&self.pool, job, error, now).await
+    }
+
+    async fn requeue_running_jobs(&self, now: DateTime<Utc>) -> StoreResult<u64> {
+        jobs::requeue_running(&self.pool, now).await
+    }
+
+    async fn pending_job_count(&self) -> StoreResult<u64> {
+        jobs::pending_count(&self.pool).await
+    }
+
+    async fn create_key(&self, key: NewApiKey) -> StoreResult<ApiKeyRecord> {
+        keys::create(&self.pool, key).await
+    }
+
+    async fn find_key_by_hash(&self, key_hash: &str) -> StoreResult<Option<ApiKeyRecord>> {
+        keys::find_by_hash(&self.pool, key_hash).await
+    }
+
+    async fn list_keys(&self) -> StoreResult<Vec<ApiKeyRecord>> {
+        keys::list(&self.pool).await
+    }
+
+    async fn revoke_key(&self, id: KeyId, now: DateTime<Utc>) -> StoreResult<Option<ApiKeyRecord>> {
+        keys::revoke(&self.pool, id, now).await
+    }
+
+    async fn touch_key(&self, id: KeyId, now: DateTime<Utc>) -> StoreResult<()> {
+        keys::touch(&self.pool, id, now).await
+    }
+
+    async fn hit_rate_window(&self, window: &RateWindow) -> StoreResult<u64> {
+        rate::hit(&self.pool, window).await
+    }
+
+    async fn peek_rate_window(&self, window: &RateWindow) -> StoreResult<u64> {
+        rate::peek(&self.pool, window).await
+    }
+
+    async fn prune_rate_windows(&self, before: DateTime<Utc>) -> StoreResult<u64> {
+        rate::prune(&self.pool, before).await
+    }
+}

@@ -1,0 +1,86 @@
+//! Values exchanged with the store that are not domain records.
+
+use chrono::{DateTime, Utc};
+use quire_core::{ChunkDraft, DocumentId, JobId, KeyId, SourceId};
+
+/// A job leased to a worker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimedJob {
+    /// The job.
+    pub id: JobId,
+    /// The document to process.
+    pub document_id: DocumentId,
+    /// The document's source.
+    pub source_id: SourceId,
+    /// The document's file name.
+    pub document_name: String,
+    /// The document's declared media type.
+    pub content_type: String,
+    /// How many times the job has been claimed, including this time.
+    pub attempts: u32,
+    /// The worker holding the lease.
+    pub worker: String,
+}
+
+/// What processing produced for a document.
+#[derive(Debug, Clone)]
+pub struct ProcessedDocument {
+    /// The chunks to store, in order.
+    pub chunks: Vec<ChunkDraft>,
+    /// Number of pages.
+    pub page_count: u32,
+}
+
+/// How finishing a job went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FinishOutcome {
+    /// The document's new status is stored.
+    Stored,
+    /// The document was deleted while it was processed; nothing was stored.
+    DocumentGone,
+    /// Another worker took the job over (the lease had expired); nothing was stored.
+    LeaseLost,
+}
+
+/// A ready document an index hit points to, with its source's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocumentHit {
+    /// Document id.
+    pub id: DocumentId,
+    /// Document name.
+    pub name: String,
+    /// Source id.
+    pub source_id: SourceId,
+    /// Source name.
+    pub source_name: String,
+}
+
+/// A rate-limited operation; each has its own window per key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RateBucket {
+    /// `POST /api/v1/search`.
+    Search,
+    /// `POST /api/v1/generate`.
+    Generate,
+}
+
+impl RateBucket {
+    /// Stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Search => "search",
+            Self::Generate => "generate",
+        }
+    }
+}
+
+/// One key's fixed window for one bucket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RateWindow {
+    /// The key.
+    pub key: KeyId,
+    /// The operation.
+    pub bucket: RateBucket,
+    /// Start of the window.
+    pub start: DateTime<Utc>,
+}

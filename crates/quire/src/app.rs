@@ -1,0 +1,162 @@
+//! Wiring: [`build`] opens the data directory and assembles the service; [`App::serve`] runs
+//! the HTTP server and the workers until shutdown. `main` and the integration tests call the
+//! same two functions, so the tests exercise the real wiring.
+
+use std::future::Future;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use axum::Router;
+use quire_core::Clock;
+use quire_http::{AppState, HttpSettings, RateLimiter};
+use quire_ingest::{Ingest, IngestSettings, JobRunner, Originals, WorkerSettings};
+use quire_search::KeywordIndex;
+use quire_store::{SqliteStore, Store};
+use tokio::net::TcpListener;
+
+use crate::config::Config;
+
+/// How often old rate-limit windows are pruned.
+const HOUSEKEEPING_INTERVAL: Duration = Duration::from_secs(300);
+
+/// The assembled service, ready to serve.
+#[derive(Debug)]
+pub struct App {
+    state: AppState,
+    store: Arc<SqliteStore>,
+    config: Config,
+}
+
+/// Opens the SQLite database in `data_dir` (for commands that need nothing else, like `keys`).
+pub async fn open_store(data_dir: &Path) -> anyhow::Result<SqliteStore> {
+    std::fs::create_dir_all(data_dir)
+        .with_context(|| format!("could not create data directory {}", data_dir.display()))?;
+    Ok(SqliteStore::open(&data_dir.join("quire.db")).await?)
+}
+
+/// Opens the data directory and assembles the service.
+pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App> {
+    let data_dir = &config.data_dir;
+    let store = Arc::new(open_store(data_dir).await?);
+    let index_dir = data_dir.join("index").join("keyword");
+    let index = Arc::new(KeywordIndex::open(&index_dir).with_context(|| {
+        format!(
+            "could not open the keyword index in {} (is another `quire serve` using this data directory?)",
+            index_dir.display()
+        )
+    })?);
+    let originals = Originals::open(data_dir).context("could not prepare the file store")?;
+    let dyn_store: Arc<dyn Store> = store.clone();
+    let ingest = Arc::new(Ingest::new(
+        Arc::clone(&dyn_store),
+        Arc::clone(&index),
+        originals,
+        Arc::clone(&clock),
+        IngestSettings {
+            max_upload_bytes: config.limits.max_upload_bytes,
+            chunking: config.chunking,
+            time_budget: Duration::from_secs(config.workers.time_budget_seconds),
+            lease: chrono::Duration::seconds(
+                i64::try_from(config.workers.lease_seconds).unwrap_or(i64::MAX / 1000),
+            ),
+            max_attempts: config.workers.max_attempts,
+        },
+    ));
+    let limiter = Arc::new(RateLimiter::new(
+        Arc::clone(&dyn_store),
+        Arc::clone(&clock),
+        config.limits.search_per_minute,
+        config.limits.generate_per_minute,
+    ));
+    let state = AppState {
+        store: dyn_store,
+        index,
+        ingest,
+        limiter,
+        clock,
+        settings: HttpSettings {
+            max_json_bytes: config.limits.max_json_bytes,
+            max_bulk_files: config.limits.max_bulk_files,
+        },
+    };
+    Ok(App {
+        state,
+        store,
+        config: config.clone(),
+    })
+}
+
+impl App {
+    /// The HTTP application.
+    pub fn router(&self) -> Router {
+        quire_http::router(self.state.clone())
+    }
+
+    /// Shared state (for in-process tools such as `quire bench`).
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Serves HTTP on `listener` and runs the workers until `shutdown` completes; then stops
+    /// accepting requests, lets in-flight requests and jobs finish (within the grace period)
+    /// and closes the database.
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
+        // This process owns the data directory (the index lock proves it), so any job still
+        // marked running belongs to a process that died: put it back in the queue.
+        let requeued = self
+            .store
+            .requeue_running_jobs(self.state.clock.now())
+            .await?;
+        if requeued > 0 {
+            tracing::info!(
+                jobs = requeued,
+                "resuming jobs interrupted by the last shutdown"
+            );
+        }
+        let workers = self.config.workers.clone();
+        let runner = (workers.count > 0).then(|| {
+            JobRunner::start(
+                Arc::clone(&self.state.ingest),
+                WorkerSettings {
+                    workers: workers.count,
+                    poll_interval: Duration::from_millis(workers.poll_interval_ms.max(10)),
+                },
+            )
+        });
+        let housekeeping = tokio::spawn(housekeeping(
+            Arc::clone(&self.state.store),
+            Arc::clone(&self.state.clock),
+        ));
+        let router = self.router();
+        let served = axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown)
+            .await
+            .context("HTTP server failed");
+        housekeeping.abort();
+        if let Some(runner) = runner {
+            runner
+                .shutdown(Duration::from_secs(workers.shutdown_grace_seconds))
+                .await;
+        }
+        drop(self.state);
+        self.store.close().await;
+        served
+    }
+}
+
+async fn housekeeping(store: Arc<dyn Store>, clock: Arc<dyn Clock>) {
+    let mut tick = tokio::time::interval(HOUSEKEEPING_INTERVAL);
+    loop {
+        tick.tick().await;
+        let cutoff = clock.now() - chrono::Duration::hours(1);
+        if let Err(e) = store.prune_rate_windows(cutoff).await {
+            tracing::warn!(error = %e, "could not prune rate-limit windows");
+        }
+    }
+}

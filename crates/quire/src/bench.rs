@@ -1,0 +1,260 @@
+//! `quire bench search`: ingests documents through the real pipeline (staging, extraction,
+//! chunking, store, index) into a temporary data directory, then times keyword searches through
+//! the same function the HTTP handler calls. Prints medians and tails, not single timings.
+
+use std::io::BufRead;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use clap::Args;
+use quire_core::{
+    NewSource, SearchLimit, SearchQuery, SourceDescription, SourceId, SourceName, SourceScope,
+    SourceType, SystemClock,
+};
+use quire_ingest::Upload;
+
+use crate::config::Config;
+
+/// Options of `quire bench search`.
+#[derive(Debug, Args)]
+pub struct SearchBenchArgs {
+    /// BEIR `corpus.jsonl` to ingest (one document per line); synthetic text when omitted.
+    #[arg(long, value_name = "FILE")]
+    corpus: Option<PathBuf>,
+    /// BEIR `queries.jsonl`; queries are drawn from the corpus vocabulary when omitted.
+    #[arg(long, value_name = "FILE")]
+    queries: Option<PathBuf>,
+    /// Documents to ingest (at most).
+    #[arg(long, default_value_t = 2000)]
+    documents: usize,
+    /// Queries to time (at most).
+    #[arg(long, default_value_t = 500)]
+    query_count: usize,
+    /// Results per query.
+    #[arg(long, default_value_t = 10)]
+    limit: i64,
+}
+
+struct Doc {
+    name: String,
+    text: String,
+}
+
+/// Runs the search benchmark and prints its report.
+pub async fn search(base: &Config, args: SearchBenchArgs) -> anyhow::Result<()> {
+    let scratch = tempfile::tempdir().context("could not create a scratch directory")?;
+    let mut config = base.clone();
+    config.data_dir = scratch.path().to_path_buf();
+    config.workers.count = 0;
+    let docs = match &args.corpus {
+        Some(path) => read_corpus(path, args.documents)?,
+        None => synthetic_corpus(args.documents),
+    };
+    let queries = match &args.queries {
+        Some(path) => read_queries(path, args.query_count)?,
+        None => synthetic_queries(&docs, args.query_count),
+    };
+    if docs.is_empty() || queries.is_empty() {
+        bail!("nothing to benchmark: no documents or no queries");
+    }
+    let app = crate::build(&config, Arc::new(SystemClock)).await?;
+    let state = app.state().clone();
+    let source = state
+        .store
+        .create_source(NewSource {
+            id: SourceId::new(),
+            name: SourceName::parse("bench")?,
+            description: SourceDescription::default(),
+            source_type: SourceType::Network,
+            created_at: quire_core::Clock::now(&SystemClock),
+        })
+        .await?;
+
+    let started = Instant::now();
+    for doc in &docs {
+        let mut staged = state.ingest.stage().await?;
+        staged.write(doc.text.as_bytes()).await?;
+        let upload = Upload {
+            name: doc.name.clone(),
+            content_type: Some("text/markdown".into()),
+            staged: staged.finish().await?,
+        };
+        state
+            .ingest
+            .accept(&SourceScope::All, source.id, upload)
+            .await?;
+    }
+    let uploaded = started.elapsed();
+    while state.ingest.process_next("bench").await? {}
+    let ingested = started.elapsed();
+    let chunks = state.index.chunk_count();
+
+    let limit = SearchLimit::parse(args.limit)?;
+    let scopes = [
+        ("all sources", SourceScope::All),
+        ("one source", SourceScope::only([source.id])),
+    ];
+    println!(
+        "documents: {}  chunks: {chunks}  queries: {}",
+        docs.len(),
+        queries.len()
+    );
+    println!(
+        "ingest: {:.1} s ({:.0} chunks/s; upload {:.1} s)",
+        ingested.as_secs_f64(),
+        chunks as f64 / ingested.as_secs_f64(),
+        uploaded.as_secs_f64()
+    );
+    for (label, scope) in &scopes {
+        // One warm-up pass so the first queries do not pay for page faults.
+        for q in queries.iter().take(20) {
+            quire_http::search::keyword_search(&state, scope, q, limit).await?;
+        }
+        let mut times = Vec::with_capacity(queries.len());
+        for q in &queries {
+            let t = Instant::now();
+            quire_http::search::keyword_search(&state, scope, q, limit).await?;
+            times.push(t.elapsed());
+        }
+        times.sort();
+        println!(
+            "keyword search ({label}, limit {}): p50 {:.2} ms  p99 {:.2} ms  max {:.2} ms",
+            limit.get(),
+            ms(percentile(&times, 0.50)),
+            ms(percentile(&times, 0.99)),
+            ms(*times.last().unwrap_or(&Duration::ZERO)),
+        );
+    }
+    Ok(())
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[rank.min(sorted.len() - 1)]
+}
+
+fn read_jsonl(path: &PathBuf, max: usize) -> anyhow::Result<Vec<serde_json::Value>> {
+    let file =
+        std::fs::File::open(path).with_context(|| format!("could not open {}", path.display()))?;
+    let mut out = Vec::new();
+    for line in std::io::BufReader::new(file).lines().take(max) {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        out.push(
+            serde_json::from_str(&line)
+                .with_context(|| format!("bad JSON line in {}", path.display()))?,
+        );
+    }
+    Ok(out)
+}
+
+fn read_corpus(path: &PathBuf, max: usize) -> anyhow::Result<Vec<Doc>> {
+    Ok(read_jsonl(path, max)?
+        .into_iter()
+        .map(|v| {
+            let title = v["title"].as_str().unwrap_or("");
+            let text = v["text"].as_str().unwrap_or("");
+            Doc {
+                name: format!("{}.md", v["_id"].as_str().unwrap_or("doc")),
+                text: if title.is_empty() {
+                    text.to_owned()
+                } else {
+                    format!("# {title}\n\n{text}")
+                },
+            }
+        })
+        .collect())
+}
+
+fn read_queries(path: &PathBuf, max: usize) -> anyhow::Result<Vec<SearchQuery>> {
+    read_jsonl(path, max)?
+        .into_iter()
+        .filter_map(|v| v["text"].as_str().map(SearchQuery::parse))
+        .map(|q| q.map_err(|e| anyhow::anyhow!(e.0)))
+        .collect()
+}
+
+/// A deterministic pseudo-random stream (xorshift), so synthetic runs are comparable.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// Zipf-like pick in `0..n`: small indexes are much more frequent, like words in text.
+    fn zipf(&mut self, n: usize) -> usize {
+        let u = (self.next() % 1_000_000) as f64 / 1_000_000.0;
+        ((n as f64).powf(u) as usize).saturating_sub(1).min(n - 1)
+    }
+}
+
+fn vocabulary() -> Vec<String> {
+    let syllables = [
+        "ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "pe", "da", "zu", "fi",
+    ];
+    let mut words = Vec::new();
+    for a in syllables {
+        for b in syllables {
+            for c in ["", "n", "ter", "ment", "ing"] {
+                words.push(format!("{a}{b}{c}"));
+            }
+        }
+    }
+    words
+}
+
+fn synthetic_corpus(n: usize) -> Vec<Doc> {
+    let words = vocabulary();
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    (0..n)
+        .map(|i| {
+            let mut text = format!("# Document {i}\n\n");
+            for _ in 0..(3 + rng.next() % 6) {
+                let sentence: Vec<&str> = (0..(40 + rng.next() % 60))
+                    .map(|_| words[rng.zipf(words.len())].as_str())
+                    .collect();
+                text.push_str(&sentence.join(" "));
+                text.push_str(".\n\n");
+            }
+            Doc {
+                name: format!("doc-{i}.md"),
+                text,
+            }
+        })
+        .collect()
+}
+
+fn synthetic_queries(docs: &[Doc], n: usize) -> Vec<SearchQuery> {
+    let mut rng = Rng(0xD1B5_4A32_D192_ED03);
+    (0..n)
+        .filter_map(|_| {
+            let doc = &docs[(rng.next() as usize) % docs.len()];
+            let words: Vec<&str> = doc
+                .text
+                .split_whitespace()
+                .filter(|w| !w.starts_with('#'))
+                .collect();
+            if words.is_empty() {
+                return None;
+            }
+            let start = (rng.next() as usize) % words.len();
+            let query: Vec<&str> = words.iter().cycle().skip(start).take(4).copied().collect();
+            SearchQuery::parse(&query.join(" ")).ok()
+        })
+        .collect()
+}

@@ -1,0 +1,249 @@
+//! The command-line contract. Operators script against it, so commands, flags and `--json`
+//! output stay stable; `docs/cli.md` documents them.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use quire_core::{Permission, SystemClock};
+use tracing_subscriber::EnvFilter;
+
+use crate::config::{Config, Overrides};
+use crate::{bench, keys};
+
+/// Quire: a self-hosted document knowledge base for AI agents.
+#[derive(Debug, Parser)]
+#[command(name = "quire", version, about, max_term_width = 100)]
+struct Cli {
+    /// TOML configuration file (see `quire config print-default`).
+    #[arg(long, global = true, value_name = "FILE", env = "QUIRE_CONFIG")]
+    config: Option<PathBuf>,
+    /// Data directory (default ./quire-data; env QUIRE_DATA_DIR).
+    #[arg(long, global = true, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the API server and the background workers.
+    Serve {
+        /// Address to listen on (default 127.0.0.1:8080; env QUIRE_BIND).
+        #[arg(long, value_name = "ADDR")]
+        bind: Option<String>,
+    },
+    /// Manage API keys (works while the server runs).
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+    },
+    /// Show configuration.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+    /// Measure performance on synthetic or real data.
+    Bench {
+        #[command(subcommand)]
+        command: BenchCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum KeysCommand {
+    /// Create a key and print it (the only time the secret is shown).
+    Create {
+        /// A label for the key.
+        #[arg(long)]
+        name: String,
+        /// read, read-write or admin.
+        #[arg(long, value_parser = parse_permission)]
+        permission: Permission,
+        /// Limit the key to these source ids (comma-separated); default all sources.
+        #[arg(long, value_delimiter = ',', value_name = "ID[,ID...]")]
+        sources: Option<Vec<String>>,
+        /// Requests per minute for search and for generate (default from config).
+        #[arg(long, value_name = "N")]
+        rate_limit: Option<u32>,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List keys (never their secrets).
+    List {
+        /// Print a JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a key; it stops working at once.
+    Revoke {
+        /// The key's id.
+        id: String,
+        /// Print the revoked key as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ConfigCommand {
+    /// Print the compiled-in defaults as a TOML file.
+    PrintDefault,
+    /// Print the effective configuration (defaults, file, environment and flags applied).
+    Show,
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchCommand {
+    /// Ingest documents through the real pipeline and time keyword searches.
+    Search(bench::SearchBenchArgs),
+}
+
+fn parse_permission(s: &str) -> Result<Permission, String> {
+    s.parse()
+        .map_err(|e: quire_core::permission::UnknownPermission| e.to_string())
+}
+
+/// Parses the command line, runs the command and turns errors into a message and exit code 1.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: could not start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let overrides = Overrides {
+        data_dir: cli.data_dir.clone(),
+        bind: match &cli.command {
+            Command::Serve { bind } => bind.clone(),
+            _ => None,
+        },
+    };
+    if let Command::Config {
+        command: ConfigCommand::PrintDefault,
+    } = &cli.command
+    {
+        print!("{}", Config::default_toml());
+        return Ok(());
+    }
+    let config = Config::load(cli.config.as_deref(), std::env::vars(), &overrides)?;
+    match cli.command {
+        Command::Serve { .. } => {
+            init_logging(&config, &config.log.level);
+            serve(config).await
+        }
+        Command::Keys { command } => {
+            init_logging(&config, "warn");
+            let store = crate::open_store(&config.data_dir).await?;
+            let out = match command {
+                KeysCommand::Create {
+                    name,
+                    permission,
+                    sources,
+                    rate_limit,
+                    json,
+                } => {
+                    let args = keys::CreateArgs {
+                        name,
+                        permission,
+                        sources,
+                        rate_limit,
+                    };
+                    keys::create(&store, args, json).await
+                }
+                KeysCommand::List { json } => keys::list(&store, json).await,
+                KeysCommand::Revoke { id, json } => keys::revoke(&store, &id, json).await,
+            };
+            store.close().await;
+            println!("{}", out?);
+            Ok(())
+        }
+        Command::Config {
+            command: ConfigCommand::Show,
+        } => {
+            print!("{}", toml::to_string_pretty(&config)?);
+            Ok(())
+        }
+        Command::Config {
+            command: ConfigCommand::PrintDefault,
+        } => Ok(()),
+        Command::Bench {
+            command: BenchCommand::Search(args),
+        } => {
+            init_logging(&config, "warn");
+            bench::search(&config, args).await
+        }
+    }
+}
+
+async fn serve(config: Config) -> anyhow::Result<()> {
+    tracing::info!(?config, "starting quire {}", env!("CARGO_PKG_VERSION"));
+    let app = crate::build(&config, Arc::new(SystemClock)).await?;
+    let listener = tokio::net::TcpListener::bind(&config.bind)
+        .await
+        .with_context(|| format!("could not listen on {}", config.bind))?;
+    let address = listener.local_addr()?;
+    tracing::info!(%address, data_dir = %config.data_dir.display(), "listening");
+    eprintln!(
+        "quire {} listening on http://{address}",
+        env!("CARGO_PKG_VERSION")
+    );
+    app.serve(listener, shutdown_signal()).await?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Completes on SIGINT (Ctrl-C) or SIGTERM.
+async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down");
+}
+
+fn init_logging(config: &Config, default_level: &str) {
+    let filter = EnvFilter::try_from_env("RUST_LOG")
+        .or_else(|_| EnvFilter::try_new(default_level))
+        .unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = if config.log.format == "json" {
+        builder.json().try_init()
+    } else {
+        builder.try_init()
+    };
+}

@@ -1,0 +1,328 @@
+//! Configuration, in layers: compiled-in defaults < `--config FILE` (TOML) < `QUIRE_…`
+//! environment variables < command-line flags.
+//!
+//! Every setting has an environment variable named after its path: `QUIRE_` followed by the
+//! table and key in upper case, joined by `_` (`limits.max_upload_bytes` is
+//! `QUIRE_LIMITS_MAX_UPLOAD_BYTES`, `data_dir` is `QUIRE_DATA_DIR`).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use quire_ingest::ChunkingParams;
+use serde::{Deserialize, Serialize};
+use toml::{Table, Value};
+
+/// The whole configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Where the database, indexes and original files live.
+    pub data_dir: PathBuf,
+    /// Address the HTTP server listens on.
+    pub bind: String,
+    /// Logging.
+    pub log: LogConfig,
+    /// Request and upload limits.
+    pub limits: LimitsConfig,
+    /// How documents are cut into chunks.
+    pub chunking: ChunkingParams,
+    /// Background processing.
+    pub workers: WorkersConfig,
+}
+
+/// `[log]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogConfig {
+    /// A tracing filter such as `info` or `quire=debug,info` (overridden by `RUST_LOG`).
+    pub level: String,
+    /// `text` or `json`.
+    pub format: String,
+}
+
+/// `[limits]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsConfig {
+    /// Largest uploaded file, in bytes.
+    pub max_upload_bytes: u64,
+    /// Largest JSON request body, in bytes.
+    pub max_json_bytes: usize,
+    /// Most files in one bulk upload.
+    pub max_bulk_files: usize,
+    /// Default search requests per minute per key.
+    pub search_per_minute: u32,
+    /// Default generate requests per minute per key.
+    pub generate_per_minute: u32,
+}
+
+/// `[workers]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WorkersConfig {
+    /// Documents processed at the same time (0 disables processing in this process).
+    pub count: usize,
+    /// How often idle workers look for jobs, in milliseconds.
+    pub poll_interval_ms: u64,
+    /// How long a job stays leased to its worker, in seconds; a job whose lease runs out is
+    /// taken up again.
+    pub lease_seconds: u64,
+    /// Claims of one document (crashes included) before it is failed.
+    pub max_attempts: u32,
+    /// Longest time spent processing one document, in seconds.
+    pub time_budget_seconds: u64,
+    /// How long shutdown waits for running jobs, in seconds.
+    pub shutdown_grace_seconds: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            data_dir: PathBuf::from("./quire-data"),
+            bind: "127.0.0.1:8080".into(),
+            log: LogConfig::default(),
+            limits: LimitsConfig::default(),
+            chunking: ChunkingParams::default(),
+            workers: WorkersConfig::default(),
+        }
+    }
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self {
+            level: "info,tantivy=warn".into(),
+            format: "text".into(),
+        }
+    }
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            max_upload_bytes: 100 * 1024 * 1024,
+            max_json_bytes: 1024 * 1024,
+            max_bulk_files: 100,
+            search_per_minute: 100,
+            generate_per_minute: 100,
+        }
+    }
+}
+
+impl Default for WorkersConfig {
+    fn default() -> Self {
+        Self {
+            count: 2,
+            poll_interval_ms: 1000,
+            lease_seconds: 600,
+            max_attempts: 3,
+            time_budget_seconds: 300,
+            shutdown_grace_seconds: 10,
+        }
+    }
+}
+
+/// Flags that override everything else.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// `--data-dir`.
+    pub data_dir: Option<PathBuf>,
+    /// `--bind`.
+    pub bind: Option<String>,
+}
+
+impl Config {
+    /// Loads the layers: defaults, then `file`, then the environment `env`, then `flags`.
+    pub fn load(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+        flags: &Overrides,
+    ) -> anyhow::Result<Self> {
+        let mut layered = to_table(&Config::default())?;
+        if let Some(path) = file {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("could not read config file {}", path.display()))?;
+            let from_file: Table = toml::from_str(&text)
+                .with_context(|| format!("invalid TOML in {}", path.display()))?;
+            merge(&mut layered, from_file);
+        }
+        let env: Vec<(String, String)> = env
+            .into_iter()
+            .filter(|(k, _)| k.starts_with("QUIRE_"))
+            .collect();
+        apply_env(&mut layered, &mut Vec::new(), &env)?;
+        let mut config: Config = Value::Table(layered)
+            .try_into()
+            .context("invalid configuration")?;
+        if let Some(dir) = &flags.data_dir {
+            config.data_dir = dir.clone();
+        }
+        if let Some(bind) = &flags.bind {
+            config.bind = bind.clone();
+        }
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        if self.limits.max_upload_bytes == 0 {
+            bail!("limits.max_upload_bytes must be at least 1");
+        }
+        if self.limits.search_per_minute == 0 || self.limits.generate_per_minute == 0 {
+            bail!("rate limits must be at least 1 request per minute");
+        }
+        if self.limits.max_bulk_files == 0 {
+            bail!("limits.max_bulk_files must be at least 1");
+        }
+        if self.chunking.target_tokens < 16 {
+            bail!("chunking.target_tokens must be at least 16");
+        }
+        if self.chunking.overlap_tokens >= self.chunking.target_tokens {
+            bail!("chunking.overlap_tokens must be smaller than chunking.target_tokens");
+        }
+        if !matches!(self.log.format.as_str(), "text" | "json") {
+            bail!("log.format must be \"text\" or \"json\"");
+        }
+        Ok(())
+    }
+
+    /// The defaults as a commented TOML file (`quire config print-default`).
+    pub fn default_toml() -> String {
+        let body = toml::to_string_pretty(&Config::default()).unwrap_or_default();
+        format!(
+            "# Quire configuration: the compiled-in defaults.\n\
+             # Every key can also be set with an environment variable: QUIRE_ + the table and key\n\
+             # in upper case joined by '_' (limits.max_upload_bytes -> QUIRE_LIMITS_MAX_UPLOAD_BYTES).\n\
+             # Precedence: defaults < this file (--config) < environment < command-line flags.\n\n{body}"
+        )
+    }
+}
+
+fn to_table(config: &Config) -> anyhow::Result<Table> {
+    match Value::try_from(config)? {
+        Value::Table(t) => Ok(t),
+        _ => bail!("configuration did not serialise to a table"),
+    }
+}
+
+fn merge(base: &mut Table, over: Table) {
+    for (key, value) in over {
+        match (base.get_mut(&key), value) {
+            (Some(Value::Table(b)), Value::Table(o)) => merge(b, o),
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
+
+/// Replaces each leaf of `table` whose environment variable is set, parsed as the leaf's type.
+fn apply_env(
+    table: &mut Table,
+    path: &mut Vec<String>,
+    env: &[(String, String)],
+) -> anyhow::Result<()> {
+    for (key, value) in table.iter_mut() {
+        path.push(key.clone());
+        if let Value::Table(inner) = value {
+            apply_env(inner, path, env)?;
+        } else {
+            let name = format!("QUIRE_{}", path.join("_").to_uppercase());
+            if let Some((_, raw)) = env.iter().find(|(k, _)| *k == name) {
+                *value =
+                    parse_like(value, raw).with_context(|| format!("invalid value in {name}"))?;
+            }
+        }
+        path.pop();
+    }
+    Ok(())
+}
+
+fn parse_like(current: &Value, raw: &str) -> anyhow::Result<Value> {
+    let raw = raw.trim();
+    Ok(match current {
+        Value::Integer(_) => Value::Integer(raw.parse().context("expected an integer")?),
+        Value::Float(_) => Value::Float(raw.parse().context("expected a number")?),
+        Value::Boolean(_) => Value::Boolean(match raw.to_ascii_lowercase().as_str() {
+            "true" | "1" | "yes" | "on" => true,
+            "false" | "0" | "no" | "off" => false,
+            _ => bail!("expected true or false"),
+        }),
+        _ => Value::String(raw.to_owned()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_match_the_documented_ones() {
+        let c = Config::load(None, env(&[]), &Overrides::default()).unwrap();
+        assert_eq!(c.data_dir, PathBuf::from("./quire-data"));
+        assert_eq!(c.bind, "127.0.0.1:8080");
+        assert_eq!(c.limits.max_upload_bytes, 100 * 1024 * 1024);
+        assert_eq!(c.limits.search_per_minute, 100);
+    }
+
+    #[test]
+    fn layers_apply_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("quire.toml");
+        std::fs::write(
+            &file,
+            "bind = \"0.0.0.0:9000\"\ndata_dir = \"/from/file\"\n[limits]\nsearch_per_minute = 7\nmax_bulk_files = 3\n",
+        )
+        .unwrap();
+        let c = Config::load(
+            Some(&file),
+            env(&[
+                ("QUIRE_DATA_DIR", "/from/env"),
+                ("QUIRE_LIMITS_SEARCH_PER_MINUTE", "9"),
+                ("OTHER", "x"),
+            ]),
+            &Overrides {
+                data_dir: Some("/from/flag".into()),
+                bind: None,
+            },
+        )
+        .unwrap();
+        assert_eq!(c.bind, "0.0.0.0:9000");
+        assert_eq!(c.data_dir, PathBuf::from("/from/flag"));
+        assert_eq!(c.limits.search_per_minute, 9);
+        assert_eq!(c.limits.max_bulk_files, 3);
+    }
+
+    #[test]
+    fn bad_values_are_reported_with_their_source() {
+        let err = Config::load(
+            None,
+            env(&[("QUIRE_WORKERS_COUNT", "many")]),
+            &Overrides::default(),
+        )
+        .unwrap_err();
+        assert!(
+            format!("{err:#}").contains("QUIRE_WORKERS_COUNT"),
+            "{err:#}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("q.toml");
+        std::fs::write(&file, "[limits]\nmax_upload_byte = 1\n").unwrap();
+        let err = Config::load(Some(&file), env(&[]), &Overrides::default()).unwrap_err();
+        assert!(format!("{err:#}").contains("max_upload_byte"), "{err:#}");
+    }
+
+    #[test]
+    fn printed_defaults_parse_back_to_the_defaults() {
+        let text = Config::default_toml();
+        let parsed: Config = toml::from_str(&text).unwrap();
+        assert_eq!(parsed, Config::default());
+    }
+}

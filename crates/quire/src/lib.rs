@@ -1,0 +1,11 @@
+//! The `quire` binary's library: configuration, wiring ([`build`] and [`App::serve`], shared by
+//! `main` and the integration tests) and the command-line interface.
+
+pub mod app;
+pub mod bench;
+pub mod cli;
+pub mod config;
+pub mod keys;
+
+pub use app::{App, build, open_store};
+pub use config::Config;

@@ -1,0 +1,171 @@
+//! The CLI contract, run as a separate process against a running server's data directory.
+
+use tokio::process::Command;
+
+use reqwest::StatusCode;
+use serde_json::Value;
+
+use crate::helpers::{TestServer, assert_error, body};
+
+/// Runs the binary without blocking the runtime the server under test runs on.
+async fn quire(args: &[&str]) -> (bool, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_quire"))
+        .args(args)
+        .env_remove("QUIRE_DATA_DIR")
+        .output()
+        .await
+        .unwrap();
+    (
+        output.status.success(),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn keys_are_managed_while_the_server_runs() {
+    let server = TestServer::start().await;
+    let dir = server.data_dir.path().to_str().unwrap().to_owned();
+
+    // Bootstrap: an admin key creates a source whose id scopes the next key.
+    let (ok, out, err) = quire(&[
+        "keys",
+        "create",
+        "--name",
+        "ops",
+        "--permission",
+        "admin",
+        "--data-dir",
+        &dir,
+        "--json",
+    ])
+    .await;
+    assert!(ok, "{err}");
+    let admin: Value = serde_json::from_str(&out).unwrap();
+    let admin_key = admin["key"].as_str().unwrap().to_owned();
+    assert_eq!(admin["permission"], "admin");
+    assert_eq!(admin["sources"], Value::Null);
+    assert_eq!(admin["rateLimit"], Value::Null);
+    let source = server.create_source(&admin_key, "Docs").await;
+
+    let (ok, out, err) = quire(&[
+        "keys",
+        "create",
+        "--name",
+        "agent",
+        "--permission",
+        "read",
+        "--sources",
+        &source,
+        "--rate-limit",
+        "5",
+        "--json",
+        "--data-dir",
+        &dir,
+    ])
+    .await;
+    assert!(ok, "{err}");
+    let created: Value = serde_json::from_str(&out).unwrap();
+    for field in ["id", "key", "name", "permission", "sources", "rateLimit"] {
+        assert!(created.get(field).is_some(), "missing {field}: {created}");
+    }
+    assert_eq!(created["sources"], serde_json::json!([source]));
+    assert_eq!(created["rateLimit"], 5);
+    let key = created["key"].as_str().unwrap().to_owned();
+    let id = created["id"].as_str().unwrap().to_owned();
+
+    let response = server.get(&key, "/api/v1/sources").await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.headers().get("x-ratelimit-limit").unwrap(), "5");
+    assert_eq!(body(response).await.as_array().unwrap().len(), 1);
+
+    let (ok, out, _) = quire(&["keys", "list", "--json", "--data-dir", &dir]).await;
+    assert!(ok);
+    let listed: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 2);
+    assert!(!out.contains(&key), "secrets are never listed");
+    assert!(
+        listed[1]["lastUsedAt"].is_string(),
+        "use is recorded: {listed}"
+    );
+
+    let (ok, out, err) = quire(&["keys", "revoke", &id, "--data-dir", &dir]).await;
+    assert!(ok, "{err}");
+    assert!(out.contains("Revoked"));
+    assert_error(
+        server.get(&key, "/api/v1/sources").await,
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+    )
+    .await;
+
+    let (ok, _, err) = quire(&[
+        "keys",
+        "revoke",
+        &uuid::Uuid::new_v4().to_string(),
+        "--data-dir",
+        &dir,
+    ])
+    .await;
+    assert!(!ok);
+    assert!(err.contains("no API key"), "{err}");
+    let (ok, _, err) = quire(&[
+        "keys",
+        "create",
+        "--name",
+        "x",
+        "--permission",
+        "write",
+        "--data-dir",
+        &dir,
+    ])
+    .await;
+    assert!(!ok);
+    assert!(err.contains("read-write"), "{err}");
+    let unknown = uuid::Uuid::new_v4().to_string();
+    let (ok, _, err) = quire(&[
+        "keys",
+        "create",
+        "--name",
+        "x",
+        "--permission",
+        "read",
+        "--sources",
+        &unknown,
+        "--data-dir",
+        &dir,
+    ])
+    .await;
+    assert!(!ok);
+    assert!(err.contains("does not exist"), "{err}");
+}
+
+#[tokio::test]
+async fn config_print_default_is_valid_toml_with_the_documented_defaults() {
+    let (ok, out, _) = quire(&["config", "print-default"]).await;
+    assert!(ok);
+    let parsed: toml::Table = toml::from_str(&out).unwrap();
+    assert_eq!(parsed["data_dir"].as_str(), Some("./quire-data"));
+    assert_eq!(parsed["bind"].as_str(), Some("127.0.0.1:8080"));
+    assert_eq!(
+        parsed["limits"]["max_upload_bytes"].as_integer(),
+        Some(100 * 1024 * 1024)
+    );
+}
+
+#[tokio::test]
+async fn config_show_applies_environment_and_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_quire"))
+        .args(["config", "show", "--data-dir", dir.path().to_str().unwrap()])
+        .env("QUIRE_BIND", "127.0.0.1:9999")
+        .env("QUIRE_LIMITS_SEARCH_PER_MINUTE", "42")
+        .output()
+        .await
+        .unwrap();
+    assert!(output.status.success());
+    let shown: toml::Table = toml::from_str(&String::from_utf8(output.stdout).unwrap()).unwrap();
+    assert_eq!(shown["bind"].as_str(), Some("127.0.0.1:9999"));
+    assert_eq!(shown["limits"]["search_per_minute"].as_integer(), Some(42));
+    assert_eq!(shown["data_dir"].as_str(), dir.path().to_str());
+}

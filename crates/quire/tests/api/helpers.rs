@@ -1,0 +1,244 @@
+//! A real server on `127.0.0.1:0` per test, built by the same `build` and `serve` as `main`,
+//! with its own data directory and a manual clock.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use quire::Config;
+use quire_core::{ManualClock, Permission, SourceId, SourceScope};
+use quire_http::api_keys::{KeySpec, issue_key};
+use quire_store::SqliteStore;
+use reqwest::multipart::{Form, Part};
+use reqwest::{Response, StatusCode};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// The instant every test clock starts at.
+pub fn start_time() -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339("2026-03-02T10:00:05Z")
+        .unwrap()
+        .with_timezone(&Utc)
+}
+
+pub struct TestServer {
+    pub addr: SocketAddr,
+    pub client: reqwest::Client,
+    pub clock: Arc<ManualClock>,
+    /// A second handle on the server's database, as the CLI would open it.
+    pub store: SqliteStore,
+    pub data_dir: Arc<TempDir>,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<anyhow::Result<()>>>,
+}
+
+pub fn test_config(data_dir: &Path) -> Config {
+    let mut config = Config::default();
+    config.data_dir = data_dir.to_path_buf();
+    config.workers.poll_interval_ms = 50;
+    config
+}
+
+impl TestServer {
+    pub async fn start() -> Self {
+        Self::start_with(|_| {}).await
+    }
+
+    pub async fn start_with(adjust: impl FnOnce(&mut Config)) -> Self {
+        let dir = Arc::new(tempfile::tempdir().unwrap());
+        Self::start_in(dir, Arc::new(ManualClock::new(start_time())), adjust).await
+    }
+
+    /// Starts a server on an existing data directory (a restart).
+    pub async fn start_in(
+        data_dir: Arc<TempDir>,
+        clock: Arc<ManualClock>,
+        adjust: impl FnOnce(&mut Config),
+    ) -> Self {
+        let mut config = test_config(data_dir.path());
+        adjust(&mut config);
+        let app = quire::build(&config, clock.clone()).await.unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tx, rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(app.serve(listener, async {
+            let _ = rx.await;
+        }));
+        let store = quire::open_store(data_dir.path()).await.unwrap();
+        Self {
+            addr,
+            client: reqwest::Client::new(),
+            clock,
+            store,
+            data_dir,
+            shutdown: Some(tx),
+            task: Some(task),
+        }
+    }
+
+    /// Stops the server gracefully and returns its data directory and clock for a restart.
+    pub async fn stop(mut self) -> (Arc<TempDir>, Arc<ManualClock>) {
+        self.shutdown.take().unwrap().send(()).unwrap();
+        self.task.take().unwrap().await.unwrap().unwrap();
+        self.store.close().await;
+        (Arc::clone(&self.data_dir), Arc::clone(&self.clock))
+    }
+
+    pub async fn store_keys(&self) -> Vec<quire_core::KeyId> {
+        quire_store::Store::list_keys(&self.store)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|k| k.id)
+            .collect()
+    }
+
+    pub fn clock_now(&self) -> DateTime<Utc> {
+        quire_core::Clock::now(self.clock.as_ref())
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    pub async fn key_with(
+        &self,
+        permission: Permission,
+        scope: SourceScope,
+        rate_limit: Option<u32>,
+    ) -> String {
+        let spec = KeySpec {
+            name: format!("{permission} key"),
+            permission,
+            scope,
+            rate_limit,
+        };
+        let (_, secret) = issue_key(&self.store, self.clock.as_ref(), spec)
+            .await
+            .unwrap();
+        secret.expose().clone()
+    }
+
+    pub async fn key(&self, permission: Permission) -> String {
+        self.key_with(permission, SourceScope::All, None).await
+    }
+
+    pub async fn get(&self, key: &str, path: &str) -> Response {
+        self.client
+            .get(self.url(path))
+            .bearer_auth(key)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn delete(&self, key: &str, path: &str) -> Response {
+        self.client
+            .delete(self.url(path))
+            .bearer_auth(key)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn post_json(&self, key: &str, path: &str, body: &Value) -> Response {
+        self.client
+            .post(self.url(path))
+            .bearer_auth(key)
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn create_source(&self, key: &str, name: &str) -> String {
+        let response = self
+            .post_json(
+                key,
+                "/api/v1/sources",
+                &json!({"name": name, "description": "test"}),
+            )
+            .await;
+        assert_eq!(response.status(), StatusCode::CREATED);
+        body(response).await["id"].as_str().unwrap().to_owned()
+    }
+
+    pub async fn upload(&self, key: &str, source: &str, name: &str, bytes: &[u8]) -> Response {
+        let form = Form::new().part(
+            "file",
+            Part::bytes(bytes.to_vec()).file_name(name.to_owned()),
+        );
+        self.client
+            .post(self.url(&format!("/api/v1/sources/{source}/documents/upload")))
+            .bearer_auth(key)
+            .multipart(form)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// Uploads and returns the new document's id.
+    pub async fn upload_ok(&self, key: &str, source: &str, name: &str, bytes: &[u8]) -> String {
+        let response = self.upload(key, source, name, bytes).await;
+        assert_eq!(response.status(), StatusCode::ACCEPTED);
+        body(response).await["id"].as_str().unwrap().to_owned()
+    }
+
+    /// Polls the document until it reaches `status` (or fails the test after 20 s).
+    pub async fn wait_for_status(&self, key: &str, source: &str, doc: &str, status: &str) -> Value {
+        let path = format!("/api/v1/sources/{source}/documents/{doc}");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let current = body(self.get(key, &path).await).await;
+            if current["status"] == status {
+                return current;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "document never became {status}: {current}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    pub async fn search(&self, key: &str, body_json: Value) -> Response {
+        self.post_json(key, "/api/v1/search", &body_json).await
+    }
+
+    /// Files left in the upload staging area and the originals store.
+    pub fn stored_files(&self) -> (usize, usize) {
+        let count =
+            |sub: &str| std::fs::read_dir(self.data_dir.path().join(sub)).map_or(0, |d| d.count());
+        (count("tmp"), count("files"))
+    }
+}
+
+pub async fn body(response: Response) -> Value {
+    let text = response.text().await.unwrap();
+    serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text:?}"))
+}
+
+/// Asserts the status and the error envelope, and returns the envelope.
+pub async fn assert_error(response: Response, status: StatusCode, error: &str) -> Value {
+    assert_eq!(response.status(), status, "unexpected status");
+    assert_eq!(
+        response.headers().get("content-type").unwrap(),
+        "application/json"
+    );
+    let value = body(response).await;
+    assert_eq!(value["error"], error, "{value}");
+    assert!(
+        value["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "{value}"
+    );
+    assert_eq!(value.as_object().unwrap().len(), 2, "{value}");
+    value
+}
+
+pub fn source_id(s: &str) -> SourceId {
+    s.parse().unwrap()
+}

@@ -1,0 +1,11 @@
+//! Integration tests: the real server over real HTTP.
+
+mod auth;
+mod cli;
+mod documents;
+mod errors;
+mod helpers;
+mod rate_limits;
+mod scope;
+mod search;
+mod sources;

@@ -1,0 +1,111 @@
+//! `POST /api/v1/search`: validation, ranking, limits and source filters.
+
+use quire_core::Permission;
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::helpers::{TestServer, assert_error, body};
+
+#[tokio::test]
+async fn search_validates_its_input() {
+    let server = TestServer::start().await;
+    let key = server.key(Permission::Read).await;
+    for bad in [
+        json!({"query": ""}),
+        json!({"query": "  \n\t "}),
+        json!({"query": "x", "limit": 0}),
+        json!({"query": "x", "limit": 101}),
+        json!({"query": "x", "limit": -1}),
+        json!({"query": "x", "sourceIds": []}),
+        json!({"query": "x", "sourceIds": ["nope"]}),
+        json!({"query": "q".repeat(4001)}),
+    ] {
+        let response = server.search(&key, bad.clone()).await;
+        assert_error(response, StatusCode::BAD_REQUEST, "bad_request").await;
+    }
+    for bad in [
+        json!({}),
+        json!({"query": 3}),
+        json!({"query": "x", "limit": "ten"}),
+        json!({"query": "x", "limit": 2.5}),
+    ] {
+        let response = server.search(&key, bad).await;
+        assert_error(response, StatusCode::BAD_REQUEST, "invalid_body").await;
+    }
+    let unknown = server
+        .search(
+            &key,
+            json!({"query": "x", "sourceIds": [uuid::Uuid::new_v4()]}),
+        )
+        .await;
+    assert_error(unknown, StatusCode::NOT_FOUND, "not_found").await;
+    let ok = server
+        .search(&key, json!({"query": "x", "limit": 100}))
+        .await;
+    assert_eq!(ok.status(), StatusCode::OK);
+    assert_eq!(body(ok).await, json!({"results": []}));
+}
+
+#[tokio::test]
+async fn results_are_ranked_limited_and_filtered_by_source() {
+    let server = TestServer::start().await;
+    let key = server.key(Permission::ReadWrite).await;
+    let a = server.create_source(&key, "A").await;
+    let b = server.create_source(&key, "B").await;
+    let mut docs = Vec::new();
+    for i in 0..12 {
+        let source = if i % 2 == 0 { &a } else { &b };
+        // Document i mentions "turbine" i+1 times, so more mentions rank higher.
+        let text = format!(
+            "# Doc {i}\n\n{} filler words here.",
+            "turbine ".repeat(i + 1)
+        );
+        docs.push((
+            source.clone(),
+            server
+                .upload_ok(&key, source, &format!("d{i}.md"), text.as_bytes())
+                .await,
+        ));
+    }
+    for (source, doc) in &docs {
+        server.wait_for_status(&key, source, doc, "ready").await;
+    }
+
+    let default = body(server.search(&key, json!({"query": "turbines"})).await).await;
+    let results = default["results"].as_array().unwrap();
+    assert_eq!(results.len(), 10, "default limit is 10");
+    let scores: Vec<f64> = results
+        .iter()
+        .map(|r| r["score"].as_f64().unwrap())
+        .collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+    assert_eq!(results[0]["document"]["name"], "d11.md");
+
+    let three = body(
+        server
+            .search(&key, json!({"query": "turbine", "limit": 3}))
+            .await,
+    )
+    .await;
+    assert_eq!(three["results"].as_array().unwrap().len(), 3);
+
+    let only_a = body(
+        server
+            .search(
+                &key,
+                json!({"query": "turbine", "sourceIds": [a], "limit": 100}),
+            )
+            .await,
+    )
+    .await;
+    let only_a = only_a["results"].as_array().unwrap();
+    assert_eq!(only_a.len(), 6);
+    assert!(
+        only_a
+            .iter()
+            .all(|r| r["dataSource"]["id"] == a.as_str() && r["dataSource"]["name"] == "A")
+    );
+
+    let nothing = body(server.search(&key, json!({"query": "?!"})).await).await;
+    assert_eq!(nothing, json!({"results": []}));
+}
