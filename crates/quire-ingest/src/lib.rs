@@ -15,5 +15,5 @@ pub use extract::{Block, Extracted};
 pub use format::{Format, detect_format, guess_content_type};
 pub use originals::{Originals, StageError, StagedFile, StagedUpload};
 pub use pipeline::{Processed, ProcessingError, process_file};
-pub use service::{Ingest, IngestError, IngestSettings, Upload};
+pub use service::{Ingest, IngestError, IngestSettings, Upload, clean_file_name};
 pub use worker::{JobRunner, WorkerSettings};

@@ -330,7 +330,7 @@ async fn blocking<T: Send + 'static>(
 
 /// The last path component of a client-supplied file name, without control characters, at
 /// most 255 characters; `upload` when nothing is left.
-fn clean_file_name(raw: &str) -> String {
+pub fn clean_file_name(raw: &str) -> String {
     let base = raw.rsplit(['/', '\\']).next().unwrap_or("");
     let cleaned: String = base
         .chars()

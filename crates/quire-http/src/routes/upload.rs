@@ -7,7 +7,7 @@ use axum::extract::State;
 use axum::extract::multipart::{Field, MultipartError};
 use axum::http::{HeaderMap, StatusCode, header};
 use quire_core::SourceId;
-use quire_ingest::{StageError, Upload};
+use quire_ingest::{StageError, Upload, clean_file_name};
 
 use super::SourcePath;
 use crate::auth::{Principal, ReadWrite, Require};
@@ -93,7 +93,7 @@ pub(super) async fn bulk(
                 "a bulk upload takes at most {max_files} files"
             )));
         }
-        let name = field.file_name().unwrap_or("upload").to_owned();
+        let name = clean_file_name(field.file_name().unwrap_or(""));
         match receive(&state, field).await {
             Ok(upload) => parts.push((name, Ok(upload))),
             Err(PartError::Request(e)) => return Err(e),

@@ -169,3 +169,42 @@ async fn config_show_applies_environment_and_flags() {
     assert_eq!(shown["limits"]["search_per_minute"].as_integer(), Some(42));
     assert_eq!(shown["data_dir"].as_str(), dir.path().to_str());
 }
+
+/// `quire serve` as a real process: it serves, and SIGTERM stops it cleanly with exit code 0.
+#[tokio::test]
+async fn serve_stops_gracefully_on_sigterm() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_quire"))
+        .args(["serve", "--bind", "127.0.0.1:0", "--data-dir", dir.path().to_str().unwrap()])
+        .env("RUST_LOG", "warn")
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let address = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some((_, url)) = line.split_once("listening on ") {
+                return url.trim().to_owned();
+            }
+        }
+        panic!("server exited before listening");
+    })
+    .await
+    .expect("server did not start");
+
+    let version = reqwest::get(format!("{address}/api/health/version")).await.unwrap();
+    assert_eq!(version.status(), StatusCode::OK);
+
+    let pid = child.id().unwrap().to_string();
+    let killed = Command::new("kill").args(["-TERM", &pid]).status().await.unwrap();
+    assert!(killed.success());
+    let status = tokio::time::timeout(std::time::Duration::from_secs(15), child.wait())
+        .await
+        .expect("server did not stop after SIGTERM")
+        .unwrap();
+    assert!(status.success(), "exit status {status}");
+    assert!(dir.path().join("quire.db").exists());
+}

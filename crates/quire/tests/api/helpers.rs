@@ -37,8 +37,10 @@ pub struct TestServer {
 }
 
 pub fn test_config(data_dir: &Path) -> Config {
-    let mut config = Config::default();
-    config.data_dir = data_dir.to_path_buf();
+    let mut config = Config {
+        data_dir: data_dir.to_path_buf(),
+        ..Config::default()
+    };
     config.workers.poll_interval_ms = 50;
     config
 }

@@ -1,0 +1,231 @@
+//! The storage conformance suite: every backend must pass the same story. Each check takes a
+//! fresh store; today the suite runs against SQLite, and the PostgreSQL backend will run it too.
+
+use chrono::{DateTime, Duration, Utc};
+use quire_core::{
+    ChunkDraft, DocumentId, DocumentStatus, KeyId, NewApiKey, NewDocument, NewSource, Permission,
+    SourceDescription, SourceId, SourceName, SourceScope, SourceType,
+};
+use quire_store::{FinishOutcome, ProcessedDocument, RateBucket, RateWindow, SqliteStore, Store, StoreError};
+
+fn t0() -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339("2026-05-01T12:00:00Z").unwrap().with_timezone(&Utc)
+}
+
+async fn sqlite() -> (tempfile::TempDir, SqliteStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("quire.db")).await.unwrap();
+    (dir, store)
+}
+
+async fn source(store: &dyn Store, name: &str) -> SourceId {
+    store
+        .create_source(NewSource {
+            id: SourceId::new(),
+            name: SourceName::parse(name).unwrap(),
+            description: SourceDescription::default(),
+            source_type: SourceType::Network,
+            created_at: t0(),
+        })
+        .await
+        .unwrap()
+        .id
+}
+
+async fn document(store: &dyn Store, source: SourceId, name: &str) -> DocumentId {
+    store
+        .create_document(NewDocument {
+            id: DocumentId::new(),
+            source_id: source,
+            name: name.into(),
+            content_type: "text/plain".into(),
+            size: 3,
+            sha256: "00".repeat(32),
+            created_at: t0(),
+        })
+        .await
+        .unwrap()
+        .id
+}
+
+fn chunks(n: u32) -> ProcessedDocument {
+    ProcessedDocument {
+        chunks: (0..n)
+            .map(|i| ChunkDraft { ordinal: i, page: 1, section: String::new(), content: format!("chunk {i}") })
+            .collect(),
+        page_count: 1,
+    }
+}
+
+async fn sources_and_documents_respect_scope(store: &dyn Store) {
+    let a = source(store, "A").await;
+    let b = source(store, "B").await;
+    let doc_a = document(store, a, "a.txt").await;
+    let doc_b = document(store, b, "b.txt").await;
+    let only_a = SourceScope::only([a]);
+
+    let all: Vec<_> = store.list_sources(&SourceScope::All).await.unwrap().iter().map(|s| s.id).collect();
+    assert_eq!(all, vec![a, b], "creation order");
+    let visible: Vec<_> = store.list_sources(&only_a).await.unwrap().iter().map(|s| s.id).collect();
+    assert_eq!(visible, vec![a]);
+    assert!(store.list_sources(&SourceScope::only([])).await.unwrap().is_empty());
+    assert_eq!(store.get_source(&only_a, a).await.unwrap().unwrap().document_count, 1);
+    assert!(store.get_source(&only_a, b).await.unwrap().is_none());
+
+    assert!(store.list_documents(&only_a, b).await.unwrap().is_none());
+    assert!(store.list_documents(&SourceScope::All, SourceId::new()).await.unwrap().is_none());
+    assert_eq!(store.list_documents(&only_a, a).await.unwrap().unwrap().len(), 1);
+    assert!(store.get_document(&only_a, b, doc_b).await.unwrap().is_none());
+    assert!(store.get_document(&only_a, a, doc_b).await.unwrap().is_none(), "wrong source");
+    assert!(store.delete_document(&only_a, b, doc_b).await.unwrap().is_none());
+    assert!(store.get_document(&SourceScope::All, b, doc_b).await.unwrap().is_some());
+
+    let mut existing = store.existing_sources(&[a, SourceId::new(), b]).await.unwrap();
+    existing.sort();
+    let mut expected = vec![a, b];
+    expected.sort();
+    assert_eq!(existing, expected);
+
+    let deleted = store.delete_document(&only_a, a, doc_a).await.unwrap().unwrap();
+    assert_eq!(deleted.id, doc_a);
+    assert!(store.get_document(&only_a, a, doc_a).await.unwrap().is_none());
+    assert_eq!(store.pending_job_count().await.unwrap(), 1, "the deleted document's job went with it");
+}
+
+async fn jobs_are_leased_finished_and_resumed(store: &dyn Store) {
+    let s = source(store, "S").await;
+    let first = document(store, s, "1.txt").await;
+    let second = document(store, s, "2.txt").await;
+    let lease = Duration::minutes(10);
+
+    let job = store.claim_job("w1", t0(), t0() + lease).await.unwrap().unwrap();
+    assert_eq!((job.document_id, job.attempts, job.source_id), (first, 1, s));
+    assert_eq!(job.document_name, "1.txt");
+    let doc = store.get_document(&SourceScope::All, s, first).await.unwrap().unwrap();
+    assert_eq!(doc.status, DocumentStatus::Processing);
+
+    let job2 = store.claim_job("w2", t0(), t0() + lease).await.unwrap().unwrap();
+    assert_eq!(job2.document_id, second);
+    assert!(store.claim_job("w3", t0(), t0() + lease).await.unwrap().is_none(), "all leased");
+
+    // w1's lease runs out; w3 takes the job over and w1 can no longer finish it.
+    let later = t0() + lease + Duration::seconds(1);
+    let taken = store.claim_job("w3", later, later + lease).await.unwrap().unwrap();
+    assert_eq!((taken.document_id, taken.attempts), (first, 2));
+    assert_eq!(store.finish_document(&job, chunks(2), later).await.unwrap(), FinishOutcome::LeaseLost);
+    assert_eq!(store.finish_document(&taken, chunks(2), later).await.unwrap(), FinishOutcome::Stored);
+    let ready = store.get_document(&SourceScope::All, s, first).await.unwrap().unwrap();
+    assert_eq!((ready.status, ready.chunk_count, ready.page_count), (DocumentStatus::Ready, 2, 1));
+    assert_eq!(ready.updated_at, later);
+
+    assert_eq!(store.fail_document(&job2, "bad file", later).await.unwrap(), FinishOutcome::Stored);
+    let failed = store.get_document(&SourceScope::All, s, second).await.unwrap().unwrap();
+    assert_eq!((failed.status, failed.error.as_deref()), (DocumentStatus::Failed, Some("bad file")));
+    assert_eq!(store.pending_job_count().await.unwrap(), 0);
+
+    let hits = store.ready_documents(&SourceScope::All, &[first, second]).await.unwrap();
+    assert_eq!(hits.len(), 1, "only ready documents are search hits");
+    assert_eq!((hits[0].id, hits[0].source_name.as_str()), (first, "S"));
+    assert!(store.ready_documents(&SourceScope::only([]), &[first]).await.unwrap().is_empty());
+
+    // A job running when its owner died goes back to the queue at the next start.
+    let third = document(store, s, "3.txt").await;
+    let job3 = store.claim_job("dead", later, later + lease).await.unwrap().unwrap();
+    assert_eq!(store.requeue_running_jobs(later).await.unwrap(), 1);
+    let queued = store.get_document(&SourceScope::All, s, third).await.unwrap().unwrap();
+    assert_eq!(queued.status, DocumentStatus::Queued);
+    let again = store.claim_job("w4", later, later + lease).await.unwrap().unwrap();
+    assert_eq!((again.document_id, again.attempts), (third, 2));
+    assert_eq!(store.finish_document(&job3, chunks(1), later).await.unwrap(), FinishOutcome::LeaseLost);
+
+    // A document deleted while processed is not resurrected.
+    store.delete_document(&SourceScope::All, s, third).await.unwrap().unwrap();
+    assert_eq!(store.finish_document(&again, chunks(1), later).await.unwrap(), FinishOutcome::DocumentGone);
+}
+
+async fn keys_are_stored_by_hash_and_revoked(store: &dyn Store) {
+    let s = source(store, "S").await;
+    let new = |hash: &str, scope: SourceScope| NewApiKey {
+        id: KeyId::new(),
+        name: "k".into(),
+        permission: Permission::ReadWrite,
+        scope,
+        rate_limit: Some(7),
+        key_hash: hash.into(),
+        created_at: t0(),
+    };
+    let scoped = store.create_key(new("h1", SourceScope::only([s]))).await.unwrap();
+    let all = store.create_key(new("h2", SourceScope::All)).await.unwrap();
+    let found = store.find_key_by_hash("h1").await.unwrap().unwrap();
+    assert_eq!(found, scoped);
+    assert_eq!(found.scope, SourceScope::only([s]));
+    assert_eq!(store.find_key_by_hash("h2").await.unwrap().unwrap().scope, SourceScope::All);
+    assert!(store.find_key_by_hash("nope").await.unwrap().is_none());
+
+    let unknown = store.create_key(new("h3", SourceScope::only([SourceId::new()]))).await;
+    assert!(matches!(unknown, Err(StoreError::Invalid(_))));
+    assert!(store.find_key_by_hash("h3").await.unwrap().is_none(), "nothing half-created");
+
+    store.touch_key(all.id, t0()).await.unwrap();
+    let revoked = store.revoke_key(all.id, t0() + Duration::hours(1)).await.unwrap().unwrap();
+    assert_eq!(revoked.revoked_at, Some(t0() + Duration::hours(1)));
+    assert_eq!(revoked.last_used_at, Some(t0()));
+    let twice = store.revoke_key(all.id, t0() + Duration::hours(2)).await.unwrap().unwrap();
+    assert_eq!(twice.revoked_at, revoked.revoked_at, "the first revocation time stays");
+    assert!(store.revoke_key(KeyId::new(), t0()).await.unwrap().is_none());
+    let listed: Vec<_> = store.list_keys().await.unwrap().iter().map(|k| k.id).collect();
+    assert_eq!(listed, vec![scoped.id, all.id]);
+}
+
+async fn rate_windows_count_and_prune(store: &dyn Store) {
+    let window = |bucket, start| RateWindow { key: KeyId(uuid::Uuid::nil()), bucket, start };
+    let w = window(RateBucket::Search, t0());
+    assert_eq!(store.peek_rate_window(&w).await.unwrap(), 0);
+    for expected in 1..=3 {
+        assert_eq!(store.hit_rate_window(&w).await.unwrap(), expected);
+    }
+    assert_eq!(store.peek_rate_window(&w).await.unwrap(), 3);
+    assert_eq!(store.peek_rate_window(&window(RateBucket::Generate, t0())).await.unwrap(), 0);
+    let next = window(RateBucket::Search, t0() + Duration::minutes(1));
+    assert_eq!(store.hit_rate_window(&next).await.unwrap(), 1);
+    assert_eq!(store.prune_rate_windows(t0() + Duration::seconds(30)).await.unwrap(), 1);
+    assert_eq!(store.peek_rate_window(&w).await.unwrap(), 0);
+    assert_eq!(store.peek_rate_window(&next).await.unwrap(), 1);
+}
+
+#[tokio::test]
+async fn sqlite_sources_and_documents_respect_scope() {
+    let (_dir, store) = sqlite().await;
+    sources_and_documents_respect_scope(&store).await;
+}
+
+#[tokio::test]
+async fn sqlite_jobs_are_leased_finished_and_resumed() {
+    let (_dir, store) = sqlite().await;
+    jobs_are_leased_finished_and_resumed(&store).await;
+}
+
+#[tokio::test]
+async fn sqlite_keys_are_stored_by_hash_and_revoked() {
+    let (_dir, store) = sqlite().await;
+    keys_are_stored_by_hash_and_revoked(&store).await;
+}
+
+#[tokio::test]
+async fn sqlite_rate_windows_count_and_prune() {
+    let (_dir, store) = sqlite().await;
+    rate_windows_count_and_prune(&store).await;
+}
+
+#[tokio::test]
+async fn sqlite_reopening_keeps_data_and_skips_applied_migrations() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("quire.db");
+    let store = SqliteStore::open(&path).await.unwrap();
+    let s = source(&store, "Kept").await;
+    store.close().await;
+    let (a, b) = tokio::join!(SqliteStore::open(&path), SqliteStore::open(&path));
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_eq!(a.get_source(&SourceScope::All, s).await.unwrap().unwrap().name, "Kept");
+    assert_eq!(b.list_sources(&SourceScope::All).await.unwrap().len(), 1);
+}
