@@ -6,15 +6,21 @@ use quire_core::{
     ChunkDraft, DocumentId, DocumentStatus, KeyId, NewApiKey, NewDocument, NewSource, Permission,
     SourceDescription, SourceId, SourceName, SourceScope, SourceType,
 };
-use quire_store::{FinishOutcome, ProcessedDocument, RateBucket, RateWindow, SqliteStore, Store, StoreError};
+use quire_store::{
+    FinishOutcome, ProcessedDocument, RateBucket, RateWindow, SqliteStore, Store, StoreError,
+};
 
 fn t0() -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339("2026-05-01T12:00:00Z").unwrap().with_timezone(&Utc)
+    DateTime::parse_from_rfc3339("2026-05-01T12:00:00Z")
+        .unwrap()
+        .with_timezone(&Utc)
 }
 
 async fn sqlite() -> (tempfile::TempDir, SqliteStore) {
     let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&dir.path().join("quire.db")).await.unwrap();
+    let store = SqliteStore::open(&dir.path().join("quire.db"))
+        .await
+        .unwrap();
     (dir, store)
 }
 
@@ -51,7 +57,12 @@ async fn document(store: &dyn Store, source: SourceId, name: &str) -> DocumentId
 fn chunks(n: u32) -> ProcessedDocument {
     ProcessedDocument {
         chunks: (0..n)
-            .map(|i| ChunkDraft { ordinal: i, page: 1, section: String::new(), content: format!("chunk {i}") })
+            .map(|i| ChunkDraft {
+                ordinal: i,
+                page: 1,
+                section: String::new(),
+                content: format!("chunk {i}"),
+            })
             .collect(),
         page_count: 1,
     }
@@ -64,32 +75,114 @@ async fn sources_and_documents_respect_scope(store: &dyn Store) {
     let doc_b = document(store, b, "b.txt").await;
     let only_a = SourceScope::only([a]);
 
-    let all: Vec<_> = store.list_sources(&SourceScope::All).await.unwrap().iter().map(|s| s.id).collect();
+    let all: Vec<_> = store
+        .list_sources(&SourceScope::All)
+        .await
+        .unwrap()
+        .iter()
+        .map(|s| s.id)
+        .collect();
     assert_eq!(all, vec![a, b], "creation order");
-    let visible: Vec<_> = store.list_sources(&only_a).await.unwrap().iter().map(|s| s.id).collect();
+    let visible: Vec<_> = store
+        .list_sources(&only_a)
+        .await
+        .unwrap()
+        .iter()
+        .map(|s| s.id)
+        .collect();
     assert_eq!(visible, vec![a]);
-    assert!(store.list_sources(&SourceScope::only([])).await.unwrap().is_empty());
-    assert_eq!(store.get_source(&only_a, a).await.unwrap().unwrap().document_count, 1);
+    assert!(
+        store
+            .list_sources(&SourceScope::only([]))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store
+            .get_source(&only_a, a)
+            .await
+            .unwrap()
+            .unwrap()
+            .document_count,
+        1
+    );
     assert!(store.get_source(&only_a, b).await.unwrap().is_none());
 
     assert!(store.list_documents(&only_a, b).await.unwrap().is_none());
-    assert!(store.list_documents(&SourceScope::All, SourceId::new()).await.unwrap().is_none());
-    assert_eq!(store.list_documents(&only_a, a).await.unwrap().unwrap().len(), 1);
-    assert!(store.get_document(&only_a, b, doc_b).await.unwrap().is_none());
-    assert!(store.get_document(&only_a, a, doc_b).await.unwrap().is_none(), "wrong source");
-    assert!(store.delete_document(&only_a, b, doc_b).await.unwrap().is_none());
-    assert!(store.get_document(&SourceScope::All, b, doc_b).await.unwrap().is_some());
+    assert!(
+        store
+            .list_documents(&SourceScope::All, SourceId::new())
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(
+        store
+            .list_documents(&only_a, a)
+            .await
+            .unwrap()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(
+        store
+            .get_document(&only_a, b, doc_b)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        store
+            .get_document(&only_a, a, doc_b)
+            .await
+            .unwrap()
+            .is_none(),
+        "wrong source"
+    );
+    assert!(
+        store
+            .delete_document(&only_a, b, doc_b)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        store
+            .get_document(&SourceScope::All, b, doc_b)
+            .await
+            .unwrap()
+            .is_some()
+    );
 
-    let mut existing = store.existing_sources(&[a, SourceId::new(), b]).await.unwrap();
+    let mut existing = store
+        .existing_sources(&[a, SourceId::new(), b])
+        .await
+        .unwrap();
     existing.sort();
     let mut expected = vec![a, b];
     expected.sort();
     assert_eq!(existing, expected);
 
-    let deleted = store.delete_document(&only_a, a, doc_a).await.unwrap().unwrap();
+    let deleted = store
+        .delete_document(&only_a, a, doc_a)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(deleted.id, doc_a);
-    assert!(store.get_document(&only_a, a, doc_a).await.unwrap().is_none());
-    assert_eq!(store.pending_job_count().await.unwrap(), 1, "the deleted document's job went with it");
+    assert!(
+        store
+            .get_document(&only_a, a, doc_a)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(
+        store.pending_job_count().await.unwrap(),
+        1,
+        "the deleted document's job went with it"
+    );
 }
 
 async fn jobs_are_leased_finished_and_resumed(store: &dyn Store) {
@@ -98,49 +191,138 @@ async fn jobs_are_leased_finished_and_resumed(store: &dyn Store) {
     let second = document(store, s, "2.txt").await;
     let lease = Duration::minutes(10);
 
-    let job = store.claim_job("w1", t0(), t0() + lease).await.unwrap().unwrap();
-    assert_eq!((job.document_id, job.attempts, job.source_id), (first, 1, s));
+    let job = store
+        .claim_job("w1", t0(), t0() + lease)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (job.document_id, job.attempts, job.source_id),
+        (first, 1, s)
+    );
     assert_eq!(job.document_name, "1.txt");
-    let doc = store.get_document(&SourceScope::All, s, first).await.unwrap().unwrap();
+    let doc = store
+        .get_document(&SourceScope::All, s, first)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(doc.status, DocumentStatus::Processing);
 
-    let job2 = store.claim_job("w2", t0(), t0() + lease).await.unwrap().unwrap();
+    let job2 = store
+        .claim_job("w2", t0(), t0() + lease)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(job2.document_id, second);
-    assert!(store.claim_job("w3", t0(), t0() + lease).await.unwrap().is_none(), "all leased");
+    assert!(
+        store
+            .claim_job("w3", t0(), t0() + lease)
+            .await
+            .unwrap()
+            .is_none(),
+        "all leased"
+    );
 
     // w1's lease runs out; w3 takes the job over and w1 can no longer finish it.
     let later = t0() + lease + Duration::seconds(1);
-    let taken = store.claim_job("w3", later, later + lease).await.unwrap().unwrap();
+    let taken = store
+        .claim_job("w3", later, later + lease)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!((taken.document_id, taken.attempts), (first, 2));
-    assert_eq!(store.finish_document(&job, chunks(2), later).await.unwrap(), FinishOutcome::LeaseLost);
-    assert_eq!(store.finish_document(&taken, chunks(2), later).await.unwrap(), FinishOutcome::Stored);
-    let ready = store.get_document(&SourceScope::All, s, first).await.unwrap().unwrap();
-    assert_eq!((ready.status, ready.chunk_count, ready.page_count), (DocumentStatus::Ready, 2, 1));
+    assert_eq!(
+        store.finish_document(&job, chunks(2), later).await.unwrap(),
+        FinishOutcome::LeaseLost
+    );
+    assert_eq!(
+        store
+            .finish_document(&taken, chunks(2), later)
+            .await
+            .unwrap(),
+        FinishOutcome::Stored
+    );
+    let ready = store
+        .get_document(&SourceScope::All, s, first)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (ready.status, ready.chunk_count, ready.page_count),
+        (DocumentStatus::Ready, 2, 1)
+    );
     assert_eq!(ready.updated_at, later);
 
-    assert_eq!(store.fail_document(&job2, "bad file", later).await.unwrap(), FinishOutcome::Stored);
-    let failed = store.get_document(&SourceScope::All, s, second).await.unwrap().unwrap();
-    assert_eq!((failed.status, failed.error.as_deref()), (DocumentStatus::Failed, Some("bad file")));
+    assert_eq!(
+        store.fail_document(&job2, "bad file", later).await.unwrap(),
+        FinishOutcome::Stored
+    );
+    let failed = store
+        .get_document(&SourceScope::All, s, second)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (failed.status, failed.error.as_deref()),
+        (DocumentStatus::Failed, Some("bad file"))
+    );
     assert_eq!(store.pending_job_count().await.unwrap(), 0);
 
-    let hits = store.ready_documents(&SourceScope::All, &[first, second]).await.unwrap();
+    let hits = store
+        .ready_documents(&SourceScope::All, &[first, second])
+        .await
+        .unwrap();
     assert_eq!(hits.len(), 1, "only ready documents are search hits");
     assert_eq!((hits[0].id, hits[0].source_name.as_str()), (first, "S"));
-    assert!(store.ready_documents(&SourceScope::only([]), &[first]).await.unwrap().is_empty());
+    assert!(
+        store
+            .ready_documents(&SourceScope::only([]), &[first])
+            .await
+            .unwrap()
+            .is_empty()
+    );
 
     // A job running when its owner died goes back to the queue at the next start.
     let third = document(store, s, "3.txt").await;
-    let job3 = store.claim_job("dead", later, later + lease).await.unwrap().unwrap();
+    let job3 = store
+        .claim_job("dead", later, later + lease)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(store.requeue_running_jobs(later).await.unwrap(), 1);
-    let queued = store.get_document(&SourceScope::All, s, third).await.unwrap().unwrap();
+    let queued = store
+        .get_document(&SourceScope::All, s, third)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(queued.status, DocumentStatus::Queued);
-    let again = store.claim_job("w4", later, later + lease).await.unwrap().unwrap();
+    let again = store
+        .claim_job("w4", later, later + lease)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!((again.document_id, again.attempts), (third, 2));
-    assert_eq!(store.finish_document(&job3, chunks(1), later).await.unwrap(), FinishOutcome::LeaseLost);
+    assert_eq!(
+        store
+            .finish_document(&job3, chunks(1), later)
+            .await
+            .unwrap(),
+        FinishOutcome::LeaseLost
+    );
 
     // A document deleted while processed is not resurrected.
-    store.delete_document(&SourceScope::All, s, third).await.unwrap().unwrap();
-    assert_eq!(store.finish_document(&again, chunks(1), later).await.unwrap(), FinishOutcome::DocumentGone);
+    store
+        .delete_document(&SourceScope::All, s, third)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        store
+            .finish_document(&again, chunks(1), later)
+            .await
+            .unwrap(),
+        FinishOutcome::DocumentGone
+    );
 }
 
 async fn keys_are_stored_by_hash_and_revoked(store: &dyn Store) {
@@ -154,41 +336,91 @@ async fn keys_are_stored_by_hash_and_revoked(store: &dyn Store) {
         key_hash: hash.into(),
         created_at: t0(),
     };
-    let scoped = store.create_key(new("h1", SourceScope::only([s]))).await.unwrap();
+    let scoped = store
+        .create_key(new("h1", SourceScope::only([s])))
+        .await
+        .unwrap();
     let all = store.create_key(new("h2", SourceScope::All)).await.unwrap();
     let found = store.find_key_by_hash("h1").await.unwrap().unwrap();
     assert_eq!(found, scoped);
     assert_eq!(found.scope, SourceScope::only([s]));
-    assert_eq!(store.find_key_by_hash("h2").await.unwrap().unwrap().scope, SourceScope::All);
+    assert_eq!(
+        store.find_key_by_hash("h2").await.unwrap().unwrap().scope,
+        SourceScope::All
+    );
     assert!(store.find_key_by_hash("nope").await.unwrap().is_none());
 
-    let unknown = store.create_key(new("h3", SourceScope::only([SourceId::new()]))).await;
+    let unknown = store
+        .create_key(new("h3", SourceScope::only([SourceId::new()])))
+        .await;
     assert!(matches!(unknown, Err(StoreError::Invalid(_))));
-    assert!(store.find_key_by_hash("h3").await.unwrap().is_none(), "nothing half-created");
+    assert!(
+        store.find_key_by_hash("h3").await.unwrap().is_none(),
+        "nothing half-created"
+    );
 
     store.touch_key(all.id, t0()).await.unwrap();
-    let revoked = store.revoke_key(all.id, t0() + Duration::hours(1)).await.unwrap().unwrap();
+    let revoked = store
+        .revoke_key(all.id, t0() + Duration::hours(1))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(revoked.revoked_at, Some(t0() + Duration::hours(1)));
     assert_eq!(revoked.last_used_at, Some(t0()));
-    let twice = store.revoke_key(all.id, t0() + Duration::hours(2)).await.unwrap().unwrap();
-    assert_eq!(twice.revoked_at, revoked.revoked_at, "the first revocation time stays");
-    assert!(store.revoke_key(KeyId::new(), t0()).await.unwrap().is_none());
-    let listed: Vec<_> = store.list_keys().await.unwrap().iter().map(|k| k.id).collect();
+    let twice = store
+        .revoke_key(all.id, t0() + Duration::hours(2))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        twice.revoked_at, revoked.revoked_at,
+        "the first revocation time stays"
+    );
+    assert!(
+        store
+            .revoke_key(KeyId::new(), t0())
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let listed: Vec<_> = store
+        .list_keys()
+        .await
+        .unwrap()
+        .iter()
+        .map(|k| k.id)
+        .collect();
     assert_eq!(listed, vec![scoped.id, all.id]);
 }
 
 async fn rate_windows_count_and_prune(store: &dyn Store) {
-    let window = |bucket, start| RateWindow { key: KeyId(uuid::Uuid::nil()), bucket, start };
+    let window = |bucket, start| RateWindow {
+        key: KeyId(uuid::Uuid::nil()),
+        bucket,
+        start,
+    };
     let w = window(RateBucket::Search, t0());
     assert_eq!(store.peek_rate_window(&w).await.unwrap(), 0);
     for expected in 1..=3 {
         assert_eq!(store.hit_rate_window(&w).await.unwrap(), expected);
     }
     assert_eq!(store.peek_rate_window(&w).await.unwrap(), 3);
-    assert_eq!(store.peek_rate_window(&window(RateBucket::Generate, t0())).await.unwrap(), 0);
+    assert_eq!(
+        store
+            .peek_rate_window(&window(RateBucket::Generate, t0()))
+            .await
+            .unwrap(),
+        0
+    );
     let next = window(RateBucket::Search, t0() + Duration::minutes(1));
     assert_eq!(store.hit_rate_window(&next).await.unwrap(), 1);
-    assert_eq!(store.prune_rate_windows(t0() + Duration::seconds(30)).await.unwrap(), 1);
+    assert_eq!(
+        store
+            .prune_rate_windows(t0() + Duration::seconds(30))
+            .await
+            .unwrap(),
+        1
+    );
     assert_eq!(store.peek_rate_window(&w).await.unwrap(), 0);
     assert_eq!(store.peek_rate_window(&next).await.unwrap(), 1);
 }
@@ -226,6 +458,13 @@ async fn sqlite_reopening_keeps_data_and_skips_applied_migrations() {
     store.close().await;
     let (a, b) = tokio::join!(SqliteStore::open(&path), SqliteStore::open(&path));
     let (a, b) = (a.unwrap(), b.unwrap());
-    assert_eq!(a.get_source(&SourceScope::All, s).await.unwrap().unwrap().name, "Kept");
+    assert_eq!(
+        a.get_source(&SourceScope::All, s)
+            .await
+            .unwrap()
+            .unwrap()
+            .name,
+        "Kept"
+    );
     assert_eq!(b.list_sources(&SourceScope::All).await.unwrap().len(), 1);
 }

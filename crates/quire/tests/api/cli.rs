@@ -177,7 +177,13 @@ async fn serve_stops_gracefully_on_sigterm() {
 
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_quire"))
-        .args(["serve", "--bind", "127.0.0.1:0", "--data-dir", dir.path().to_str().unwrap()])
+        .args([
+            "serve",
+            "--bind",
+            "127.0.0.1:0",
+            "--data-dir",
+            dir.path().to_str().unwrap(),
+        ])
         .env("RUST_LOG", "warn")
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)
@@ -195,11 +201,17 @@ async fn serve_stops_gracefully_on_sigterm() {
     .await
     .expect("server did not start");
 
-    let version = reqwest::get(format!("{address}/api/health/version")).await.unwrap();
+    let version = reqwest::get(format!("{address}/api/health/version"))
+        .await
+        .unwrap();
     assert_eq!(version.status(), StatusCode::OK);
 
     let pid = child.id().unwrap().to_string();
-    let killed = Command::new("kill").args(["-TERM", &pid]).status().await.unwrap();
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .await
+        .unwrap();
     assert!(killed.success());
     let status = tokio::time::timeout(std::time::Duration::from_secs(15), child.wait())
         .await
