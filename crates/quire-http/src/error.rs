@@ -168,3 +168,33 @@ impl From<IngestError> for ApiError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn internal_errors_never_carry_their_cause() {
+        let cause = "disk I/O error at /var/lib/quire/quire.db";
+        let (status, body) = ApiError::internal(&cause).parts();
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(body.error, "internal_error");
+        assert!(!body.message.contains("quire.db"));
+        let from_store: ApiError = StoreError::Corrupt("row 7 of documents".into()).into();
+        assert!(!from_store.parts().1.message.contains("row 7"));
+    }
+
+    #[test]
+    fn rate_limited_answers_carry_retry_after() {
+        let state = RateLimitState {
+            limit: 5,
+            remaining: 0,
+            reset: 1_800_000_060,
+            retry_after: 42,
+        };
+        let response = ApiError::RateLimited(state).into_response();
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(response.headers()[header::RETRY_AFTER], "42");
+        assert_eq!(response.headers()["x-ratelimit-remaining"], "0");
+    }
+}

@@ -42,7 +42,16 @@ pub(super) fn push_scope(qb: &mut QueryBuilder<'_, Sqlite>, column: &str, scope:
         qb.push(" AND 0");
         return;
     }
-    qb.push(format_args!(" AND {column} IN ("));
+    qb.push(format_args!(" AND {column} IN "));
+    push_id_list(qb, ids);
+}
+
+/// Appends `(?, ?, …)` binding each id as text. Callers make sure the list is not empty.
+pub(super) fn push_id_list<T: ToString>(
+    qb: &mut QueryBuilder<'_, Sqlite>,
+    ids: impl IntoIterator<Item = T>,
+) {
+    qb.push("(");
     let mut list = qb.separated(", ");
     for id in ids {
         list.push_bind(id.to_string());

@@ -128,13 +128,9 @@ pub(super) async fn ready(
     let mut qb = QueryBuilder::<Sqlite>::new(
         "SELECT d.id, d.name, d.source_id, s.name AS source_name
          FROM documents d JOIN sources s ON s.id = d.source_id
-         WHERE d.status = 'ready' AND d.id IN (",
+         WHERE d.status = 'ready' AND d.id IN ",
     );
-    let mut list = qb.separated(", ");
-    for id in ids {
-        list.push_bind(id.to_string());
-    }
-    list.push_unseparated(")");
+    codec::push_id_list(&mut qb, ids);
     codec::push_scope(&mut qb, "d.source_id", scope);
     let rows = qb.build().fetch_all(pool).await?;
     rows.iter()

@@ -58,12 +58,8 @@ pub(super) async fn existing(pool: &SqlitePool, ids: &[SourceId]) -> StoreResult
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let mut qb = QueryBuilder::<Sqlite>::new("SELECT id FROM sources WHERE id IN (");
-    let mut list = qb.separated(", ");
-    for id in ids {
-        list.push_bind(id.to_string());
-    }
-    list.push_unseparated(")");
+    let mut qb = QueryBuilder::<Sqlite>::new("SELECT id FROM sources WHERE id IN ");
+    codec::push_id_list(&mut qb, ids);
     let rows = qb.build().fetch_all(pool).await?;
     rows.iter()
         .map(|row| codec::id(&row.try_get::<String, _>("id")?))

@@ -147,14 +147,7 @@ async fn permission_matrix() {
             "file",
             reqwest::multipart::Part::bytes(b"gamma".to_vec()).file_name("c.md"),
         );
-        let bulk = server
-            .client
-            .post(server.url(&format!("/api/v1/sources/{source}/documents/upload-bulk")))
-            .bearer_auth(&key)
-            .multipart(form)
-            .send()
-            .await
-            .unwrap();
+        let bulk = server.upload_bulk(&key, &source, form).await;
         assert_eq!(
             bulk.status(),
             expect(StatusCode::ACCEPTED),

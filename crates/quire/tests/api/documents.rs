@@ -98,12 +98,7 @@ async fn uploads_over_the_limit_are_413_and_leave_nothing() {
     assert_error(response, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large").await;
 
     assert_eq!(server.stored_files(), (0, 0));
-    let documents = body(
-        server
-            .get(&key, &format!("/api/v1/sources/{source}/documents"))
-            .await,
-    )
-    .await;
+    let documents = server.documents(&key, &source).await;
     assert_eq!(documents, json!([]));
     // Exactly at the limit is fine.
     server
@@ -173,12 +168,7 @@ async fn malformed_uploads_are_400_or_415() {
     assert_error(missing_source, StatusCode::NOT_FOUND, "not_found").await;
 
     assert_eq!(server.stored_files(), (0, 0));
-    let documents = body(
-        server
-            .get(&key, &format!("/api/v1/sources/{source}/documents"))
-            .await,
-    )
-    .await;
+    let documents = server.documents(&key, &source).await;
     assert_eq!(documents, json!([]));
 }
 
@@ -203,14 +193,7 @@ async fn bulk_upload_reports_each_part_in_order() {
             "file",
             Part::bytes(b"bulk beta in plain text".to_vec()).file_name("notes.txt"),
         );
-    let response = server
-        .client
-        .post(server.url(&format!("/api/v1/sources/{source}/documents/upload-bulk")))
-        .bearer_auth(&key)
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
+    let response = server.upload_bulk(&key, &source, form).await;
     assert_eq!(response.status(), StatusCode::ACCEPTED);
     let report = body(response).await;
     assert_eq!(report["accepted"], 3);
@@ -252,12 +235,7 @@ async fn bulk_upload_reports_each_part_in_order() {
     );
     assert_eq!(failed["chunkCount"], 0);
 
-    let documents = body(
-        server
-            .get(&key, &format!("/api/v1/sources/{source}/documents"))
-            .await,
-    )
-    .await;
+    let documents = server.documents(&key, &source).await;
     assert_eq!(documents.as_array().unwrap().len(), 3);
     assert_eq!(server.stored_files(), (0, 3));
 }

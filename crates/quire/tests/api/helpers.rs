@@ -183,6 +183,25 @@ impl TestServer {
             .unwrap()
     }
 
+    pub async fn upload_bulk(&self, key: &str, source: &str, form: Form) -> Response {
+        self.client
+            .post(self.url(&format!("/api/v1/sources/{source}/documents/upload-bulk")))
+            .bearer_auth(key)
+            .multipart(form)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// The documents of a source, as listed by the API.
+    pub async fn documents(&self, key: &str, source: &str) -> Value {
+        body(
+            self.get(key, &format!("/api/v1/sources/{source}/documents"))
+                .await,
+        )
+        .await
+    }
+
     /// Uploads and returns the new document's id.
     pub async fn upload_ok(&self, key: &str, source: &str, name: &str, bytes: &[u8]) -> String {
         let response = self.upload(key, source, name, bytes).await;
