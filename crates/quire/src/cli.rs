@@ -1,6 +1,7 @@
 //! The command-line contract. Operators script against it, so commands, flags and `--json`
 //! output stay stable; `docs/cli.md` documents them.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -240,6 +241,7 @@ fn init_logging(config: &Config, default_level: &str) {
         .unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     let _ = if config.log.format == "json" {
         builder.json().try_init()

@@ -17,7 +17,8 @@ use axum::routing::{get, post};
 use quire_store::RateBucket;
 use serde::Deserialize;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::trace::TraceLayer;
+use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
+use tracing::Level;
 
 use crate::{ApiError, AppState, auth, rate_limit};
 
@@ -68,7 +69,13 @@ pub fn router(state: AppState) -> Router {
         .layer(DefaultBodyLimit::max(state.settings.max_json_bytes))
         .layer(map_response(ensure_error_envelope))
         .layer(CatchPanicLayer::custom(panic_response))
-        .layer(TraceLayer::new_for_http())
+        // One INFO line per request: method, path, status, latency. Headers (and so API keys)
+        // are never logged.
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(DefaultMakeSpan::new().level(Level::INFO))
+                .on_response(DefaultOnResponse::new().level(Level::INFO)),
+        )
         .with_state(state)
 }
 

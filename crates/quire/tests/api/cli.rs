@@ -170,7 +170,8 @@ async fn config_show_applies_environment_and_flags() {
     assert_eq!(shown["data_dir"].as_str(), dir.path().to_str());
 }
 
-/// `quire serve` as a real process: it serves, and SIGTERM stops it cleanly with exit code 0.
+/// `quire serve` as a real process: it serves, never logs API keys (even at debug level), and
+/// SIGTERM stops it cleanly with exit code 0.
 #[tokio::test]
 async fn serve_stops_gracefully_on_sigterm() {
     use tokio::io::{AsyncBufReadExt, BufReader};
@@ -184,7 +185,7 @@ async fn serve_stops_gracefully_on_sigterm() {
             "--data-dir",
             dir.path().to_str().unwrap(),
         ])
-        .env("RUST_LOG", "warn")
+        .env("RUST_LOG", "debug")
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
@@ -201,10 +202,27 @@ async fn serve_stops_gracefully_on_sigterm() {
     .await
     .expect("server did not start");
 
+    let rest_of_log = tokio::spawn(async move {
+        let mut all = String::new();
+        while let Ok(Some(line)) = lines.next_line().await {
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+
     let version = reqwest::get(format!("{address}/api/health/version"))
         .await
         .unwrap();
     assert_eq!(version.status(), StatusCode::OK);
+    let secret = format!("qk_{}", "5ec7e7".repeat(8));
+    let denied = reqwest::Client::new()
+        .get(format!("{address}/api/v1/sources"))
+        .bearer_auth(&secret)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(denied.status(), StatusCode::UNAUTHORIZED);
 
     let pid = child.id().unwrap().to_string();
     let killed = Command::new("kill")
@@ -218,5 +236,11 @@ async fn serve_stops_gracefully_on_sigterm() {
         .expect("server did not stop after SIGTERM")
         .unwrap();
     assert!(status.success(), "exit status {status}");
+    let log = rest_of_log.await.unwrap();
+    assert!(
+        log.contains("/api/v1/sources"),
+        "requests are logged: {log}"
+    );
+    assert!(!log.contains(&secret[3..]), "an API key reached the log");
     assert!(dir.path().join("quire.db").exists());
 }
