@@ -100,9 +100,9 @@ pub struct BulkEntryJson {
     pub index: usize,
     /// File name from the part.
     pub name: String,
-    /// `accepted` or `rejected`.
+    /// `accepted`, `duplicate` (the source already holds these bytes) or `rejected`.
     pub status: &'static str,
-    /// The new document, when accepted.
+    /// The new (or, for a duplicate, the existing) document.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub document: Option<DocumentJson>,
     /// Why the part was rejected.
@@ -113,8 +113,10 @@ pub struct BulkEntryJson {
 /// The answer to a bulk upload.
 #[derive(Debug, Serialize)]
 pub struct BulkUploadJson {
-    /// Number of parts accepted.
+    /// Number of parts stored as new documents.
     pub accepted: usize,
+    /// Number of parts the source already held (their entries carry the existing document).
+    pub duplicates: usize,
     /// Number of parts rejected.
     pub rejected: usize,
     /// One entry per `file` part, in request order.

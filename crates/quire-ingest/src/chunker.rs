@@ -9,7 +9,7 @@
 use quire_core::ChunkDraft;
 use serde::{Deserialize, Serialize};
 
-use crate::Block;
+use quire_parse::Block;
 
 /// Chunk size settings (`[chunking]` in the config file).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

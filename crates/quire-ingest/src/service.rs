@@ -8,14 +8,14 @@ use quire_core::{
     Clock, DocumentId, DocumentRecord, NewDocument, SourceId, SourceRecord, SourceScope,
 };
 use quire_search::{IndexedChunk, KeywordIndex, SearchError};
-use quire_store::{ClaimedJob, FinishOutcome, ProcessedDocument, Store, StoreError};
+use quire_store::{ClaimedJob, Created, FinishOutcome, ProcessedDocument, Store, StoreError};
 use tokio::sync::Notify;
 use tracing::Instrument;
 
 use crate::chunker::ChunkingParams;
-use crate::format::guess_content_type;
 use crate::originals::{Originals, StageError, StagedFile, StagedUpload};
 use crate::pipeline::{Processed, ProcessingError, process_file};
+use quire_parse::{ParseLimits, guess_content_type};
 
 /// Longest stored file name, in characters.
 const MAX_NAME_CHARS: usize = 255;
@@ -27,6 +27,8 @@ pub struct IngestSettings {
     pub max_upload_bytes: u64,
     /// How documents are cut into chunks.
     pub chunking: ChunkingParams,
+    /// Bounds on parsing one document.
+    pub parse_limits: ParseLimits,
     /// Longest a worker may spend on one document before it is failed.
     pub time_budget: std::time::Duration,
     /// How long a claimed job stays leased to its worker.
@@ -128,13 +130,15 @@ impl Ingest {
         Ok(self.originals.stage(self.settings.max_upload_bytes).await?)
     }
 
-    /// Stores an upload as a new `queued` document of `source` and wakes a worker.
+    /// Stores an upload as a new `queued` document of `source` and wakes a worker. When the
+    /// source already holds the same bytes (and that document has not failed), nothing is
+    /// stored and the existing document is returned as [`Created::Existing`].
     pub async fn accept(
         &self,
         scope: &SourceScope,
         source: SourceId,
         upload: Upload,
-    ) -> Result<DocumentRecord, IngestError> {
+    ) -> Result<Created, IngestError> {
         self.source(scope, source).await?;
         let name = clean_file_name(&upload.name);
         let content_type = match upload.content_type.as_deref().map(str::trim) {
@@ -157,9 +161,13 @@ impl Ingest {
             })
             .await;
         match created {
-            Ok(doc) => {
+            Ok(created @ Created::New(_)) => {
                 self.wakeup.notify_one();
-                Ok(doc)
+                Ok(created)
+            }
+            Ok(existing @ Created::Existing(_)) => {
+                let _ = self.originals.remove(id);
+                Ok(existing)
             }
             Err(e) => {
                 let _ = self.originals.remove(id);
@@ -244,9 +252,9 @@ impl Ingest {
     async fn extract(&self, job: &ClaimedJob) -> Result<Processed, String> {
         let path = self.originals.path_of(job.document_id);
         let (name, content_type) = (job.document_name.clone(), job.content_type.clone());
-        let chunking = self.settings.chunking;
+        let (chunking, limits) = (self.settings.chunking, self.settings.parse_limits);
         let task = tokio::task::spawn_blocking(move || {
-            process_file(&path, &name, &content_type, chunking)
+            process_file(&path, &name, &content_type, chunking, &limits)
         });
         match tokio::time::timeout(self.settings.time_budget, task).await {
             Err(_) => Err(format!(

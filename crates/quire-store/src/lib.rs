@@ -13,7 +13,7 @@ mod types;
 pub use error::StoreError;
 pub use sqlite::SqliteStore;
 pub use types::{
-    ClaimedJob, DocumentHit, FinishOutcome, ProcessedDocument, RateBucket, RateWindow,
+    ClaimedJob, Created, DocumentHit, FinishOutcome, ProcessedDocument, RateBucket, RateWindow,
 };
 
 use async_trait::async_trait;
@@ -47,8 +47,10 @@ pub trait Store: Send + Sync + 'static {
 
     // --- documents ---
 
-    /// Creates a document in status `queued` together with its processing job, atomically.
-    async fn create_document(&self, document: NewDocument) -> StoreResult<DocumentRecord>;
+    /// Creates a document in status `queued` together with its processing job, atomically,
+    /// unless the source already has a document with the same SHA-256 that has not failed: then
+    /// nothing is created and that document is returned as [`Created::Existing`].
+    async fn create_document(&self, document: NewDocument) -> StoreResult<Created>;
     /// Documents of one source (which must be in `scope`), newest first. `None` when the
     /// source is missing or out of scope.
     async fn list_documents(

@@ -1,7 +1,7 @@
 //! Values exchanged with the store that are not domain records.
 
 use chrono::{DateTime, Utc};
-use quire_core::{ChunkDraft, DocumentId, JobId, KeyId, SourceId};
+use quire_core::{ChunkDraft, DocumentId, DocumentRecord, JobId, KeyId, SourceId};
 
 /// A job leased to a worker.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,6 +20,24 @@ pub struct ClaimedJob {
     pub attempts: u32,
     /// The worker holding the lease.
     pub worker: String,
+}
+
+/// The result of creating a document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Created {
+    /// A new document (and its job) was stored.
+    New(DocumentRecord),
+    /// The source already holds these bytes; this is that document, and nothing was stored.
+    Existing(DocumentRecord),
+}
+
+impl Created {
+    /// The document, new or existing.
+    pub fn document(&self) -> &DocumentRecord {
+        match self {
+            Self::New(d) | Self::Existing(d) => d,
+        }
+    }
 }
 
 /// What processing produced for a document.

@@ -7,7 +7,8 @@ use quire_core::{
     SourceDescription, SourceId, SourceName, SourceScope, SourceType,
 };
 use quire_store::{
-    FinishOutcome, ProcessedDocument, RateBucket, RateWindow, SqliteStore, Store, StoreError,
+    Created, FinishOutcome, ProcessedDocument, RateBucket, RateWindow, SqliteStore, Store,
+    StoreError,
 };
 
 fn t0() -> DateTime<Utc> {
@@ -39,18 +40,21 @@ async fn source(store: &dyn Store, name: &str) -> SourceId {
 }
 
 async fn document(store: &dyn Store, source: SourceId, name: &str) -> DocumentId {
+    let id = DocumentId::new();
     store
         .create_document(NewDocument {
-            id: DocumentId::new(),
+            id,
             source_id: source,
             name: name.into(),
             content_type: "text/plain".into(),
             size: 3,
-            sha256: "00".repeat(32),
+            // Distinct contents: equal hashes in one source are one document.
+            sha256: id.as_uuid().simple().to_string().repeat(2),
             created_at: t0(),
         })
         .await
         .unwrap()
+        .document()
         .id
 }
 
@@ -325,6 +329,46 @@ async fn jobs_are_leased_finished_and_resumed(store: &dyn Store) {
     );
 }
 
+async fn the_same_bytes_are_one_document_per_source(store: &dyn Store) {
+    let a = source(store, "A").await;
+    let b = source(store, "B").await;
+    let new = |source_id: SourceId| NewDocument {
+        id: DocumentId::new(),
+        source_id,
+        name: "x.txt".into(),
+        content_type: "text/plain".into(),
+        size: 1,
+        sha256: "ab".repeat(32),
+        created_at: t0(),
+    };
+    let first = store.create_document(new(a)).await.unwrap();
+    assert!(matches!(first, Created::New(_)));
+    let again = store.create_document(new(a)).await.unwrap();
+    assert_eq!(again, Created::Existing(first.document().clone()));
+    assert!(matches!(
+        store.create_document(new(b)).await.unwrap(),
+        Created::New(_)
+    ));
+    assert_eq!(
+        store.pending_job_count().await.unwrap(),
+        2,
+        "no job for the duplicate"
+    );
+
+    // Once the first copy has failed, the same bytes may be tried again.
+    let job = store
+        .claim_job("w", t0(), t0() + Duration::minutes(1))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(job.document_id, first.document().id);
+    store.fail_document(&job, "broken", t0()).await.unwrap();
+    assert!(matches!(
+        store.create_document(new(a)).await.unwrap(),
+        Created::New(_)
+    ));
+}
+
 async fn keys_are_stored_by_hash_and_revoked(store: &dyn Store) {
     let s = source(store, "S").await;
     let new = |hash: &str, scope: SourceScope| NewApiKey {
@@ -435,6 +479,12 @@ async fn sqlite_sources_and_documents_respect_scope() {
 async fn sqlite_jobs_are_leased_finished_and_resumed() {
     let (_dir, store) = sqlite().await;
     jobs_are_leased_finished_and_resumed(&store).await;
+}
+
+#[tokio::test]
+async fn sqlite_the_same_bytes_are_one_document_per_source() {
+    let (_dir, store) = sqlite().await;
+    the_same_bytes_are_one_document_per_source(&store).await;
 }
 
 #[tokio::test]

@@ -12,7 +12,7 @@ use quire_core::{Permission, SystemClock};
 use tracing_subscriber::EnvFilter;
 
 use crate::config::{Config, Overrides};
-use crate::{bench, keys};
+use crate::{bench, eval, keys};
 
 /// Quire: a self-hosted document knowledge base for AI agents.
 #[derive(Debug, Parser)]
@@ -45,6 +45,11 @@ enum Command {
     Config {
         #[command(subcommand)]
         command: ConfigCommand,
+    },
+    /// Measure quality on real data.
+    Eval {
+        #[command(subcommand)]
+        command: EvalCommand,
     },
     /// Measure performance on synthetic or real data.
     Bench {
@@ -95,6 +100,12 @@ enum ConfigCommand {
     PrintDefault,
     /// Print the effective configuration (defaults, file, environment and flags applied).
     Show,
+}
+
+#[derive(Debug, Subcommand)]
+enum EvalCommand {
+    /// Parse every file below a directory; report per format what parsed, failed or crashed.
+    Parse(eval::ParseEvalArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -186,6 +197,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Config {
             command: ConfigCommand::PrintDefault,
         } => Ok(()),
+        Command::Eval {
+            command: EvalCommand::Parse(args),
+        } => eval::parse_dir(args),
         Command::Bench {
             command: BenchCommand::Search(args),
         } => {

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use quire_ingest::ChunkingParams;
+use quire_ingest::{ChunkingParams, ParseLimits};
 use serde::{Deserialize, Serialize};
 use toml::{Table, Value};
 
@@ -26,6 +26,8 @@ pub struct Config {
     pub limits: LimitsConfig,
     /// How documents are cut into chunks.
     pub chunking: ChunkingParams,
+    /// Bounds on parsing one document.
+    pub parsing: ParsingConfig,
     /// Background processing.
     pub workers: WorkersConfig,
 }
@@ -56,6 +58,44 @@ pub struct LimitsConfig {
     pub generate_per_minute: u32,
 }
 
+/// `[parsing]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ParsingConfig {
+    /// Most pages (slides, sheets) in one document.
+    pub max_pages: u32,
+    /// Most bytes unpacked from a container (DOCX, XLSX, …) or decoded from attachments.
+    pub max_unpacked_bytes: u64,
+    /// Most entries in a container.
+    pub max_archive_entries: usize,
+    /// How deep attachments inside attachments are followed (e-mail).
+    pub max_attachment_depth: u32,
+}
+
+impl Default for ParsingConfig {
+    fn default() -> Self {
+        let limits = ParseLimits::default();
+        Self {
+            max_pages: limits.max_pages,
+            max_unpacked_bytes: limits.max_unpacked_bytes,
+            max_archive_entries: limits.max_archive_entries,
+            max_attachment_depth: limits.max_attachment_depth,
+        }
+    }
+}
+
+impl ParsingConfig {
+    /// The limits handed to the parsers.
+    pub fn limits(&self) -> ParseLimits {
+        ParseLimits {
+            max_pages: self.max_pages,
+            max_unpacked_bytes: self.max_unpacked_bytes,
+            max_archive_entries: self.max_archive_entries,
+            max_attachment_depth: self.max_attachment_depth,
+        }
+    }
+}
+
 /// `[workers]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -83,6 +123,7 @@ impl Default for Config {
             log: LogConfig::default(),
             limits: LimitsConfig::default(),
             chunking: ChunkingParams::default(),
+            parsing: ParsingConfig::default(),
             workers: WorkersConfig::default(),
         }
     }

@@ -5,6 +5,7 @@ pub mod app;
 pub mod bench;
 pub mod cli;
 pub mod config;
+pub mod eval;
 pub mod keys;
 
 pub use app::{App, build, open_store};

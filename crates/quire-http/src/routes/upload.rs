@@ -8,6 +8,7 @@ use axum::extract::multipart::{Field, MultipartError};
 use axum::http::{HeaderMap, StatusCode, header};
 use quire_core::SourceId;
 use quire_ingest::{StageError, Upload, clean_file_name};
+use quire_store::Created;
 
 use super::SourcePath;
 use crate::auth::{Principal, ReadWrite, Require};
@@ -64,8 +65,12 @@ pub(super) async fn single(
     }
     let upload = upload
         .ok_or_else(|| ApiError::BadRequest("the multipart body has no `file` part".into()))?;
-    let document = state.ingest.accept(caller.scope(), id, upload).await?;
-    Ok((StatusCode::ACCEPTED, Json(DocumentJson::from(&document))))
+    let created = state.ingest.accept(caller.scope(), id, upload).await?;
+    let status = match created {
+        Created::New(_) => StatusCode::ACCEPTED,
+        Created::Existing(_) => StatusCode::OK,
+    };
+    Ok((status, Json(DocumentJson::from(created.document()))))
 }
 
 pub(super) async fn bulk(
@@ -109,12 +114,14 @@ pub(super) async fn bulk(
     for (index, (name, part)) in parts.into_iter().enumerate() {
         results.push(accept_part(&state, &caller, id, index, name, part).await);
     }
-    let accepted = results.iter().filter(|r| r.document.is_some()).count();
+    let count = |status: &str| results.iter().filter(|r| r.status == status).count();
+    let (accepted, duplicates) = (count("accepted"), count("duplicate"));
     Ok((
         StatusCode::ACCEPTED,
         Json(BulkUploadJson {
             accepted,
-            rejected: results.len() - accepted,
+            duplicates,
+            rejected: results.len() - accepted - duplicates,
             results,
         }),
     ))
@@ -137,11 +144,14 @@ async fn accept_part(
         Err(e) => Err(e),
     };
     match outcome {
-        Ok(document) => BulkEntryJson {
+        Ok(created) => BulkEntryJson {
             index,
-            name: document.name.clone(),
-            status: "accepted",
-            document: Some(DocumentJson::from(&document)),
+            name,
+            status: match created {
+                Created::New(_) => "accepted",
+                Created::Existing(_) => "duplicate",
+            },
+            document: Some(DocumentJson::from(created.document())),
             error: None,
         },
         Err(e) => {

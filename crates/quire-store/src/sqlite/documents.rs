@@ -7,15 +7,19 @@ use quire_core::{
 use sqlx::{QueryBuilder, Row, Sqlite, SqlitePool};
 
 use super::codec::{self, DOCUMENT_COLUMNS, DOCUMENT_COLUMNS_UNQUALIFIED};
-use crate::{DocumentHit, StoreResult};
+use crate::{Created, DocumentHit, StoreResult};
 
-pub(super) async fn create(pool: &SqlitePool, doc: NewDocument) -> StoreResult<DocumentRecord> {
+pub(super) async fn create(pool: &SqlitePool, doc: NewDocument) -> StoreResult<Created> {
     let now = codec::millis(doc.created_at);
     let mut tx = pool.begin().await?;
-    sqlx::query(
+    // One statement checks for the same bytes and inserts, so two concurrent uploads of one
+    // file cannot both get through (SQLite runs one writer at a time).
+    let inserted = sqlx::query(
         "INSERT INTO documents (id, source_id, name, status, size, content_type, sha256,
                                 created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8
+         WHERE NOT EXISTS (SELECT 1 FROM documents
+                           WHERE source_id = ?2 AND sha256 = ?7 AND status != 'failed')",
     )
     .bind(doc.id.to_string())
     .bind(doc.source_id.to_string())
@@ -25,9 +29,23 @@ pub(super) async fn create(pool: &SqlitePool, doc: NewDocument) -> StoreResult<D
     .bind(&doc.content_type)
     .bind(&doc.sha256)
     .bind(now)
-    .bind(now)
     .execute(&mut *tx)
-    .await?;
+    .await?
+    .rows_affected();
+    if inserted == 0 {
+        let existing = sqlx::query(&format!(
+            "SELECT {DOCUMENT_COLUMNS} FROM documents d
+             WHERE d.source_id = ? AND d.sha256 = ? AND d.status != 'failed'
+             ORDER BY d.created_at, d.rowid LIMIT 1"
+        ))
+        .bind(doc.source_id.to_string())
+        .bind(&doc.sha256)
+        .fetch_one(&mut *tx)
+        .await?;
+        let existing = codec::document_from_row(&existing)?;
+        tx.rollback().await?;
+        return Ok(Created::Existing(existing));
+    }
     sqlx::query(
         "INSERT INTO jobs (id, document_id, kind, state, run_after, created_at, updated_at)
          VALUES (?, ?, 'process_document', 'queued', ?, ?, ?)",
@@ -40,7 +58,7 @@ pub(super) async fn create(pool: &SqlitePool, doc: NewDocument) -> StoreResult<D
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
-    Ok(DocumentRecord {
+    Ok(Created::New(DocumentRecord {
         id: doc.id,
         source_id: doc.source_id,
         name: doc.name,
@@ -53,7 +71,7 @@ pub(super) async fn create(pool: &SqlitePool, doc: NewDocument) -> StoreResult<D
         sha256: doc.sha256,
         created_at: doc.created_at,
         updated_at: doc.created_at,
-    })
+    }))
 }
 
 pub(super) async fn list(

@@ -6,7 +6,13 @@ use sqlx::SqlitePool;
 
 use crate::StoreResult;
 
-const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("schema_v1.sql"))];
+const MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("schema_v1.sql")),
+    (
+        2,
+        "CREATE INDEX documents_by_content ON documents (source_id, sha256);",
+    ),
+];
 
 pub(super) async fn run(pool: &SqlitePool) -> StoreResult<()> {
     sqlx::query(

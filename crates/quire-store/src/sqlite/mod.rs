@@ -23,8 +23,8 @@ use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 use crate::{
-    ClaimedJob, DocumentHit, FinishOutcome, ProcessedDocument, RateWindow, Store, StoreError,
-    StoreResult,
+    ClaimedJob, Created, DocumentHit, FinishOutcome, ProcessedDocument, RateWindow, Store,
+    StoreError, StoreResult,
 };
 
 /// A [`Store`] in one SQLite database file.
@@ -82,7 +82,7 @@ impl Store for SqliteStore {
         sources::existing(&self.pool, ids).await
     }
 
-    async fn create_document(&self, document: NewDocument) -> StoreResult<DocumentRecord> {
+    async fn create_document(&self, document: NewDocument) -> StoreResult<Created> {
         documents::create(&self.pool, document).await
     }
 

@@ -136,7 +136,9 @@ async fn permission_matrix() {
             "{level} create source"
         );
 
-        let upload = server.upload(&key, &source, "b.md", b"beta").await;
+        let upload = server
+            .upload(&key, &source, "b.md", format!("beta {level}").as_bytes())
+            .await;
         assert_eq!(
             upload.status(),
             expect(StatusCode::ACCEPTED),
@@ -145,7 +147,8 @@ async fn permission_matrix() {
 
         let form = reqwest::multipart::Form::new().part(
             "file",
-            reqwest::multipart::Part::bytes(b"gamma".to_vec()).file_name("c.md"),
+            reqwest::multipart::Part::bytes(format!("gamma {level}").into_bytes())
+                .file_name("c.md"),
         );
         let bulk = server.upload_bulk(&key, &source, form).await;
         assert_eq!(

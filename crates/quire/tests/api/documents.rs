@@ -279,12 +279,17 @@ async fn bulk_upload_without_files_or_with_too_many_is_400() {
 }
 
 #[tokio::test]
-async fn unreadable_text_fails_with_a_reason() {
+async fn legacy_encodings_are_read_and_broken_files_fail_with_a_reason() {
     let server = TestServer::start().await;
     let key = server.key(Permission::ReadWrite).await;
     let source = server.create_source(&key, "S").await;
     let latin1 = server
-        .upload_ok(&key, &source, "old.txt", b"caf\xE9 cr\xE8me")
+        .upload_ok(
+            &key,
+            &source,
+            "old.txt",
+            b"Le caf\xE9 cr\xE8me du ch\xE2teau est servi.",
+        )
         .await;
     let blank = server
         .upload_ok(&key, &source, "blank.md", b"\n\n   \n")
@@ -292,12 +297,24 @@ async fn unreadable_text_fails_with_a_reason() {
     let docx = server
         .upload_ok(&key, &source, "report.docx", b"PK\x03\x04rest-of-zip")
         .await;
-    let failed = server
-        .wait_for_status(&key, &source, &latin1, "failed")
+    let doc = server
+        .upload_ok(
+            &key,
+            &source,
+            "old.doc",
+            b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1rest",
+        )
         .await;
+    server
+        .wait_for_status(&key, &source, &latin1, "ready")
+        .await;
+    let found = body(server.search(&key, json!({"query": "château"})).await).await;
     assert!(
-        failed["error"].as_str().unwrap().contains("UTF-8"),
-        "{failed}"
+        found["results"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("café crème"),
+        "{found}"
     );
     let failed = server
         .wait_for_status(&key, &source, &blank, "failed")
@@ -307,13 +324,22 @@ async fn unreadable_text_fails_with_a_reason() {
         "{failed}"
     );
     let failed = server.wait_for_status(&key, &source, &docx, "failed").await;
+    let error = failed["error"].as_str().unwrap();
     assert!(
-        failed["error"].as_str().unwrap().contains("DOCX"),
-        "{failed}"
+        error.contains("DOCX document is damaged or truncated"),
+        "{error}"
     );
     assert_eq!(
         failed["contentType"],
         "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+    );
+    let failed = server.wait_for_status(&key, &source, &doc, "failed").await;
+    assert!(
+        failed["error"]
+            .as_str()
+            .unwrap()
+            .contains("legacy Microsoft Office"),
+        "{failed}"
     );
 }
 
@@ -418,4 +444,55 @@ async fn documents_of_a_failed_upload_are_not_searchable() {
     )
     .await;
     assert_eq!(found["results"], json!([]));
+}
+
+/// The same bytes in the same source are one document; in another source they are another.
+#[tokio::test]
+async fn uploading_the_same_bytes_again_returns_the_existing_document() {
+    let server = TestServer::start().await;
+    let key = server.key(Permission::ReadWrite).await;
+    let a = server.create_source(&key, "A").await;
+    let b = server.create_source(&key, "B").await;
+    let first = server.upload_ok(&key, &a, "guide.md", GUIDE).await;
+    server.wait_for_status(&key, &a, &first, "ready").await;
+
+    let again = server.upload(&key, &a, "renamed.md", GUIDE).await;
+    assert_eq!(again.status(), StatusCode::OK);
+    let existing = body(again).await;
+    assert_eq!(existing["id"], first.as_str());
+    assert_eq!(existing["name"], "guide.md");
+    assert_eq!(existing["status"], "ready");
+    assert_eq!(
+        server.documents(&key, &a).await.as_array().unwrap().len(),
+        1
+    );
+    assert_eq!(server.stored_files(), (0, 1), "the second copy is not kept");
+
+    let form = Form::new()
+        .part("file", Part::bytes(GUIDE.to_vec()).file_name("copy.md"))
+        .part(
+            "file",
+            Part::bytes(b"fresh text".to_vec()).file_name("new.md"),
+        );
+    let report = body(server.upload_bulk(&key, &a, form).await).await;
+    assert_eq!(
+        (report["accepted"].as_u64(), report["duplicates"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(report["results"][0]["status"], "duplicate");
+    assert_eq!(report["results"][0]["document"]["id"], first.as_str());
+
+    let other = server.upload(&key, &b, "guide.md", GUIDE).await;
+    assert_eq!(other.status(), StatusCode::ACCEPTED);
+    assert_ne!(body(other).await["id"], first.as_str());
+
+    // A failed document does not block a new attempt with the same bytes.
+    let pdf = server
+        .upload_ok(&key, &a, "x.pdf", b"%PDF-1.4 not really")
+        .await;
+    server.wait_for_status(&key, &a, &pdf, "failed").await;
+    let retry = server
+        .upload(&key, &a, "x.pdf", b"%PDF-1.4 not really")
+        .await;
+    assert_eq!(retry.status(), StatusCode::ACCEPTED);
 }

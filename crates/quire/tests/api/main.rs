@@ -4,6 +4,8 @@ mod auth;
 mod cli;
 mod documents;
 mod errors;
+mod fixtures;
+mod formats;
 mod helpers;
 mod rate_limits;
 mod scope;

@@ -1,17 +1,7 @@
-//! Text extraction for plain text and Markdown: blocks of text, each knowing its page and its
-//! heading path. A form feed (`\f`) starts a new page, as printers and `pdftotext` use it.
+//! Plain text and Markdown: blocks of text, each knowing its page and its heading path. A form
+//! feed (`\f`) starts a new page, as printers and `pdftotext` use it.
 
-/// One unit of text that chunking keeps together when it can: a paragraph, a list, a table or
-/// a code block.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Block {
-    /// Page number, from 1.
-    pub page: u32,
-    /// Heading path such as `Install > Linux`; empty before the first heading.
-    pub section: String,
-    /// The block's text.
-    pub text: String,
-}
+use crate::blocks::{Block, BlockBuilder};
 
 /// The text of a document, in reading order.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -22,19 +12,51 @@ pub struct Extracted {
     pub page_count: u32,
 }
 
+impl From<BlockBuilder> for Extracted {
+    fn from(builder: BlockBuilder) -> Self {
+        let (blocks, page_count) = builder.finish();
+        Self { blocks, page_count }
+    }
+}
+
+/// Feeds one line of text to `out`: a form feed starts a new page, a blank line ends the
+/// current block, anything else goes to `content`.
+fn feed_line(out: &mut BlockBuilder, line: &str, mut content: impl FnMut(&mut BlockBuilder, &str)) {
+    let mut parts = line.split('\u{c}');
+    let first = parts.next().unwrap_or("");
+    feed_part(out, first, &mut content);
+    for part in parts {
+        out.end_block();
+        out.force_page(out.page() + 1);
+        feed_part(out, part, &mut content);
+    }
+}
+
+fn feed_part(
+    out: &mut BlockBuilder,
+    line: &str,
+    content: &mut impl FnMut(&mut BlockBuilder, &str),
+) {
+    if line.trim().is_empty() {
+        out.end_block();
+    } else {
+        content(out, line);
+    }
+}
+
 /// Splits plain text into paragraphs (blank-line separated) and pages (form feeds).
 pub fn plain_text(text: &str) -> Extracted {
-    let mut out = Builder::new();
+    let mut out = BlockBuilder::new();
     for line in text.lines() {
-        out.line(line, |out, line| out.push_line(line));
+        feed_line(&mut out, line, |out, line| out.push_line(line));
     }
-    out.finish()
+    out.into()
 }
 
 /// Reads Markdown: ATX (`## Title`) and setext (underlined) headings build the section path;
 /// fenced code, lists and tables stay whole blocks.
 pub fn markdown(text: &str) -> Extracted {
-    let mut out = Builder::new();
+    let mut out = BlockBuilder::new();
     let mut fence: Option<String> = None;
     let lines: Vec<&str> = text.lines().collect();
     let mut i = 0;
@@ -44,9 +66,9 @@ pub fn markdown(text: &str) -> Extracted {
         if let Some(marker) = &fence {
             if line.trim().is_empty() {
                 // Blank lines belong to the code block, not between blocks.
-                out.current.push(String::new());
+                out.push_blank_line();
             } else {
-                out.line(line, |out, line| out.push_line(line));
+                feed_line(&mut out, line, |out, line| out.push_line(line));
             }
             if line.trim_start().starts_with(marker.as_str()) {
                 fence = None;
@@ -54,7 +76,7 @@ pub fn markdown(text: &str) -> Extracted {
             }
             continue;
         }
-        out.line(line, |out, line| {
+        feed_line(&mut out, line, |out, line| {
             let trimmed = line.trim_start();
             if let Some(marker) = fence_marker(trimmed) {
                 out.end_block();
@@ -66,7 +88,7 @@ pub fn markdown(text: &str) -> Extracted {
                 out.heading(level, title);
             } else if let Some(level) = lines.get(i).and_then(|next| setext_level(next))
                 && !trimmed.is_empty()
-                && out.current.is_empty()
+                && out.block_is_empty()
             {
                 i += 1;
                 out.heading(level, trimmed.trim());
@@ -79,7 +101,7 @@ pub fn markdown(text: &str) -> Extracted {
             }
         });
     }
-    out.finish()
+    out.into()
 }
 
 fn fence_marker(line: &str) -> Option<String> {
@@ -130,90 +152,6 @@ fn is_structural_start(line: &str) -> bool {
         || t.split_once(". ").is_some_and(|(n, _)| {
             !n.is_empty() && n.len() <= 3 && n.bytes().all(|b| b.is_ascii_digit())
         })
-}
-
-struct Builder {
-    blocks: Vec<Block>,
-    current: Vec<String>,
-    page: u32,
-    headings: Vec<(usize, String)>,
-}
-
-impl Builder {
-    fn new() -> Self {
-        Self {
-            blocks: Vec::new(),
-            current: Vec::new(),
-            page: 1,
-            headings: Vec::new(),
-        }
-    }
-
-    /// Handles page breaks and blank lines, passing the rest of each line to `content`.
-    fn line(&mut self, line: &str, mut content: impl FnMut(&mut Self, &str)) {
-        let mut parts = line.split('\u{c}');
-        let first = parts.next().unwrap_or("");
-        self.content_or_blank(first, &mut content);
-        for part in parts {
-            self.end_block();
-            self.page += 1;
-            self.content_or_blank(part, &mut content);
-        }
-    }
-
-    fn content_or_blank(&mut self, line: &str, content: &mut impl FnMut(&mut Self, &str)) {
-        if line.trim().is_empty() {
-            self.end_block();
-        } else {
-            content(self, line);
-        }
-    }
-
-    fn push_line(&mut self, line: &str) {
-        self.current.push(line.trim_end().to_owned());
-    }
-
-    fn last_line(&self) -> &str {
-        self.current.last().map(String::as_str).unwrap_or("")
-    }
-
-    fn heading(&mut self, level: usize, title: &str) {
-        self.end_block();
-        self.headings.retain(|(l, _)| *l < level);
-        if !title.is_empty() {
-            self.headings.push((level, title.to_owned()));
-        }
-    }
-
-    fn section(&self) -> String {
-        self.headings
-            .iter()
-            .map(|(_, t)| t.as_str())
-            .collect::<Vec<_>>()
-            .join(" > ")
-    }
-
-    fn end_block(&mut self) {
-        if self.current.is_empty() {
-            return;
-        }
-        let text = std::mem::take(&mut self.current).join("\n");
-        if !text.trim().is_empty() {
-            self.blocks.push(Block {
-                page: self.page,
-                section: self.section(),
-                text,
-            });
-        }
-    }
-
-    fn finish(mut self) -> Extracted {
-        self.end_block();
-        Extracted {
-            blocks: self.blocks,
-            page_count: self.page,
-        }
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,265 @@
+//! DOCX (WordprocessingML). Headings come from paragraph styles (`Heading 1`…, `Title`, or any
+//! style with an outline level) and build the section path; pages come from explicit page
+//! breaks and from the page breaks Word recorded when it last laid the document out
+//! (`w:lastRenderedPageBreak`), so citations match the pages the author saw. Tables become one
+//! block with a line per row; list items get a `- ` prefix.
+
+use std::collections::HashMap;
+
+use crate::archive::Archive;
+use crate::blocks::BlockBuilder;
+use crate::xml::{XmlEvent, attr, for_each_event};
+use crate::{Extracted, ParseError, ParseLimits};
+
+const WHAT: &str = "DOCX document";
+
+pub(crate) fn parse(bytes: &[u8], limits: &ParseLimits) -> Result<Extracted, ParseError> {
+    let mut archive = Archive::open(bytes, WHAT, limits)?;
+    let document = archive.require_text("word/document.xml")?;
+    let styles = match archive.read_text("word/styles.xml")? {
+        Some(xml) => heading_styles(&xml)?,
+        None => HashMap::new(),
+    };
+    let mut walker = Walker::new(styles);
+    for_each_event(&document, |event| walker.event(event)).map_err(malformed)?;
+    Ok(walker.out.into())
+}
+
+fn malformed(detail: String) -> ParseError {
+    ParseError::Malformed {
+        format: WHAT.into(),
+        detail,
+    }
+}
+
+/// Style id → heading level, from `styles.xml`.
+fn heading_styles(xml: &str) -> Result<HashMap<String, usize>, ParseError> {
+    let mut levels = HashMap::new();
+    let mut current: Option<String> = None;
+    for_each_event(xml, |event| match event {
+        XmlEvent::Start {
+            name: "style",
+            element,
+        } => current = attr(element, "styleId"),
+        XmlEvent::Start {
+            name: "name",
+            element,
+        } => {
+            if let (Some(id), Some(name)) = (&current, attr(element, "val"))
+                && let Some(level) = level_from_style_name(&name)
+            {
+                levels.insert(id.clone(), level);
+            }
+        }
+        XmlEvent::Start {
+            name: "outlineLvl",
+            element,
+        } => {
+            if let (Some(id), Some(level)) = (
+                &current,
+                attr(element, "val").and_then(|v| v.parse::<usize>().ok()),
+            ) && level < 9
+            {
+                levels.entry(id.clone()).or_insert(level + 1);
+            }
+        }
+        XmlEvent::End { name: "style" } => current = None,
+        _ => {}
+    })
+    .map_err(malformed)?;
+    Ok(levels)
+}
+
+fn level_from_style_name(name: &str) -> Option<usize> {
+    let lower = name.to_ascii_lowercase().replace(' ', "");
+    if lower == "title" {
+        return Some(1);
+    }
+    lower
+        .strip_prefix("heading")?
+        .parse::<usize>()
+        .ok()
+        .filter(|l| (1..=9).contains(l))
+}
+
+/// Walks `document.xml`, one paragraph at a time.
+struct Walker {
+    out: BlockBuilder,
+    styles: HashMap<String, usize>,
+    /// Nesting of `w:p` (text boxes put paragraphs inside paragraphs).
+    paragraph_depth: usize,
+    paragraph: String,
+    heading_level: Option<usize>,
+    list_item: bool,
+    in_text: bool,
+    /// Nesting of tables and the rows and cells being collected.
+    table_depth: usize,
+    row: Vec<String>,
+    cell: String,
+    rows: Vec<String>,
+    /// Inside parts that are not body text (deleted revisions, field codes).
+    skip_depth: usize,
+}
+
+impl Walker {
+    fn new(styles: HashMap<String, usize>) -> Self {
+        Self {
+            out: BlockBuilder::new(),
+            styles,
+            paragraph_depth: 0,
+            paragraph: String::new(),
+            heading_level: None,
+            list_item: false,
+            in_text: false,
+            table_depth: 0,
+            row: Vec::new(),
+            cell: String::new(),
+            rows: Vec::new(),
+            skip_depth: 0,
+        }
+    }
+
+    fn event(&mut self, event: XmlEvent<'_, '_>) {
+        match event {
+            XmlEvent::Start { name, element } => match name {
+                "del" | "instrText" | "delText" => self.skip_depth += 1,
+                "p" => {
+                    self.paragraph_depth += 1;
+                    if self.paragraph_depth == 1 {
+                        self.paragraph.clear();
+                        self.heading_level = None;
+                        self.list_item = false;
+                    }
+                }
+                "pStyle" if self.paragraph_depth == 1 => {
+                    if let Some(style) = attr(element, "val") {
+                        self.heading_level = self
+                            .styles
+                            .get(&style)
+                            .copied()
+                            .or_else(|| level_from_style_name(&style));
+                    }
+                }
+                "outlineLvl" if self.paragraph_depth == 1 => {
+                    if let Some(level) = attr(element, "val").and_then(|v| v.parse::<usize>().ok())
+                        && level < 9
+                    {
+                        self.heading_level = Some(level + 1);
+                    }
+                }
+                "numPr" => self.list_item = true,
+                "t" => self.in_text = true,
+                "tab" if self.paragraph_depth > 0 => self.paragraph.push('\t'),
+                "br" | "cr" if self.paragraph_depth > 0 => {
+                    if attr(element, "type").as_deref() == Some("page") {
+                        self.page_break();
+                    } else {
+                        self.paragraph.push('\n');
+                    }
+                }
+                "lastRenderedPageBreak" => self.page_break(),
+                "pageBreakBefore" if attr(element, "val").as_deref() != Some("0") => {
+                    self.page_break()
+                }
+                "tbl" => {
+                    if self.table_depth == 0 {
+                        self.out.end_block();
+                        self.rows.clear();
+                    }
+                    self.table_depth += 1;
+                }
+                "tr" if self.table_depth == 1 => self.row.clear(),
+                "tc" if self.table_depth == 1 => self.cell.clear(),
+                _ => {}
+            },
+            XmlEvent::End { name } => match name {
+                "del" | "instrText" | "delText" => {
+                    self.skip_depth = self.skip_depth.saturating_sub(1)
+                }
+                "t" => self.in_text = false,
+                "p" => {
+                    self.paragraph_depth = self.paragraph_depth.saturating_sub(1);
+                    if self.paragraph_depth == 0 {
+                        self.end_paragraph();
+                    } else {
+                        self.paragraph.push(' ');
+                    }
+                }
+                "tc" if self.table_depth == 1 => {
+                    let cell = self.cell.split_whitespace().collect::<Vec<_>>().join(" ");
+                    self.row.push(cell);
+                }
+                "tr" if self.table_depth == 1 && self.row.iter().any(|c| !c.is_empty()) => {
+                    self.rows.push(self.row.join(" | "));
+                }
+                "tbl" => {
+                    self.table_depth = self.table_depth.saturating_sub(1);
+                    if self.table_depth == 0 && !self.rows.is_empty() {
+                        let table = std::mem::take(&mut self.rows).join("\n");
+                        self.out.push_block(&table);
+                    }
+                }
+                _ => {}
+            },
+            XmlEvent::Text(text) => {
+                if self.in_text && self.skip_depth == 0 && self.paragraph_depth > 0 {
+                    self.paragraph.push_str(text);
+                }
+            }
+        }
+    }
+
+    fn page_break(&mut self) {
+        if self.table_depth > 0 {
+            return;
+        }
+        // Text before the break belongs to the old page.
+        let before = std::mem::take(&mut self.paragraph);
+        self.emit(&before, false);
+        self.out.page_break();
+    }
+
+    fn end_paragraph(&mut self) {
+        let text = std::mem::take(&mut self.paragraph);
+        if self.table_depth > 0 {
+            if !self.cell.is_empty() {
+                self.cell.push(' ');
+            }
+            self.cell.push_str(text.trim());
+            return;
+        }
+        if let Some(level) = self.heading_level {
+            let title = text.trim();
+            if !title.is_empty() {
+                self.out.heading(level, title);
+            }
+            return;
+        }
+        let list = self.list_item;
+        self.emit(&text, list);
+        if !list {
+            self.out.end_block();
+        }
+    }
+
+    /// Adds paragraph text; consecutive list items share a block.
+    fn emit(&mut self, text: &str, list_item: bool) {
+        let text = text.trim();
+        if text.is_empty() {
+            return;
+        }
+        if list_item {
+            if !self.out.last_line().starts_with("- ") {
+                self.out.end_block();
+            }
+            self.out.push_line(&format!("- {text}"));
+        } else {
+            if self.out.last_line().starts_with("- ") {
+                self.out.end_block();
+            }
+            for line in text.lines() {
+                self.out.push_line(line);
+            }
+        }
+    }
+}

@@ -1,0 +1,136 @@
+//! Quire's parsers: format detection from the bytes, and text extraction into [`Block`]s that
+//! know their page and heading path, for plain text (any common encoding), Markdown, HTML, CSV
+//! and TSV, DOCX, PPTX, XLSX and ODS, and e-mail with its attachments. Pure and blocking: no
+//! I/O beyond the bytes given, and every container is read under [`ParseLimits`].
+
+mod archive;
+mod blocks;
+mod detect;
+mod docx;
+mod email;
+mod encoding;
+mod html;
+mod pptx;
+mod spreadsheet;
+mod tabular;
+mod text;
+mod xml;
+
+pub use blocks::Block;
+pub use detect::{Format, SNIFF_BYTES, detect_format, guess_content_type};
+pub use encoding::{Decoded, decode_text};
+pub use text::{Extracted, markdown, plain_text};
+
+/// Formats that can be parsed, for error messages.
+pub const SUPPORTED_FORMATS: &str =
+    "plain text, Markdown, HTML, CSV/TSV, DOCX, PPTX, XLSX, ODS and e-mail (.eml)";
+
+/// Bounds on what one document may make the parser do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParseLimits {
+    /// Most pages (slides, sheets) in a document.
+    pub max_pages: u32,
+    /// Most bytes unpacked from a container (DOCX, XLSX, …) or decoded attachments.
+    pub max_unpacked_bytes: u64,
+    /// Most entries in a container.
+    pub max_archive_entries: usize,
+    /// How deep attachments of attachments are followed.
+    pub max_attachment_depth: u32,
+}
+
+impl Default for ParseLimits {
+    fn default() -> Self {
+        Self {
+            max_pages: 5000,
+            max_unpacked_bytes: 512 * 1024 * 1024,
+            max_archive_entries: 20_000,
+            max_attachment_depth: 3,
+        }
+    }
+}
+
+/// Why a document could not be parsed. The `Display` text is written for the person who
+/// uploaded the file and becomes the document's `error`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    /// A format Quire does not read.
+    #[error("unsupported format: {0} is not supported (supported: {SUPPORTED_FORMATS})")]
+    Unsupported(String),
+    /// The file is password-protected.
+    #[error("the {0} is encrypted (password-protected); upload a copy without a password")]
+    Encrypted(String),
+    /// The file is damaged or truncated.
+    #[error("the {format} is damaged or truncated: {detail}")]
+    Malformed {
+        /// What the file was taken to be.
+        format: String,
+        /// What was wrong.
+        detail: String,
+    },
+    /// The file is over a limit.
+    #[error("{0}")]
+    LimitExceeded(String),
+    /// The file has no text to index.
+    #[error("the document contains no text")]
+    Empty,
+}
+
+/// A parsed document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParsedDocument {
+    /// What the file was.
+    pub format: Format,
+    /// Text blocks in reading order.
+    pub blocks: Vec<Block>,
+    /// Number of pages (slides, sheets), at least 1.
+    pub page_count: u32,
+}
+
+/// Detects the format of `bytes` and extracts its text.
+pub fn parse(
+    bytes: &[u8],
+    name: &str,
+    declared_type: &str,
+    limits: &ParseLimits,
+) -> Result<ParsedDocument, ParseError> {
+    parse_at_depth(bytes, name, declared_type, limits, 0)
+}
+
+pub(crate) fn parse_at_depth(
+    bytes: &[u8],
+    name: &str,
+    declared_type: &str,
+    limits: &ParseLimits,
+    depth: u32,
+) -> Result<ParsedDocument, ParseError> {
+    let format = detect_format(bytes, name, declared_type);
+    let extracted = match &format {
+        Format::Markdown => markdown(&decode_text(bytes).text),
+        Format::PlainText => plain_text(&decode_text(bytes).text),
+        Format::Csv => tabular::delimited(&decode_text(bytes).text, None),
+        Format::Tsv => tabular::delimited(&decode_text(bytes).text, Some(b'\t')),
+        Format::Html => html::parse(&decode_text(bytes).text),
+        Format::Docx => docx::parse(bytes, limits)?,
+        Format::Pptx => pptx::parse(bytes, limits)?,
+        Format::Xlsx | Format::Ods => spreadsheet::parse(bytes, &format, limits)?,
+        Format::Email => email::parse(bytes, limits, depth)?,
+        Format::Pdf => return Err(ParseError::Unsupported("PDF document".into())),
+        Format::Unsupported(kind) => return Err(ParseError::Unsupported(kind.clone())),
+    };
+    if extracted.page_count > limits.max_pages {
+        return Err(ParseError::LimitExceeded(format!(
+            "the {} has {} pages, more than the limit of {}",
+            format.describe(),
+            extracted.page_count,
+            limits.max_pages
+        )));
+    }
+    if extracted.blocks.is_empty() {
+        return Err(ParseError::Empty);
+    }
+    Ok(ParsedDocument {
+        format,
+        blocks: extracted.blocks,
+        page_count: extracted.page_count.max(1),
+    })
+}
