@@ -49,6 +49,24 @@ impl Default for ParseLimits {
     }
 }
 
+impl ParseLimits {
+    /// Fails when `what` has more than `max_pages` pages (`unit` names them: slides, sheets).
+    pub(crate) fn check_pages(
+        &self,
+        what: &str,
+        count: usize,
+        unit: &str,
+    ) -> Result<(), ParseError> {
+        if count > self.max_pages as usize {
+            return Err(ParseError::LimitExceeded(format!(
+                "{what} has {count} {unit}, more than the limit of {}",
+                self.max_pages
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// Why a document could not be parsed. The `Display` text is written for the person who
 /// uploaded the file and becomes the document's `error`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -117,14 +135,11 @@ pub(crate) fn parse_at_depth(
         Format::Pdf => return Err(ParseError::Unsupported("PDF document".into())),
         Format::Unsupported(kind) => return Err(ParseError::Unsupported(kind.clone())),
     };
-    if extracted.page_count > limits.max_pages {
-        return Err(ParseError::LimitExceeded(format!(
-            "the {} has {} pages, more than the limit of {}",
-            format.describe(),
-            extracted.page_count,
-            limits.max_pages
-        )));
-    }
+    limits.check_pages(
+        &format!("the {}", format.describe()),
+        extracted.page_count as usize,
+        "pages",
+    )?;
     if extracted.blocks.is_empty() {
         return Err(ParseError::Empty);
     }
@@ -133,4 +148,33 @@ pub(crate) fn parse_at_depth(
         blocks: extracted.blocks,
         page_count: extracted.page_count.max(1),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documents_over_the_page_limit_fail_with_the_count() {
+        let limits = ParseLimits {
+            max_pages: 2,
+            ..ParseLimits::default()
+        };
+        let err = parse(b"one\x0ctwo\x0cthree", "a.txt", "", &limits).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the text file has 3 pages, more than the limit of 2"
+        );
+        assert!(parse(b"one\x0ctwo", "a.txt", "", &limits).is_ok());
+    }
+
+    #[test]
+    fn unsupported_formats_name_themselves() {
+        let err = parse(b"{\\rtf1 hi}", "a.rtf", "", &ParseLimits::default()).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("unsupported format: RTF document is not supported"),
+            "{err}"
+        );
+    }
 }

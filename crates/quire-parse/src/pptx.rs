@@ -13,13 +13,7 @@ const WHAT: &str = "PPTX presentation";
 pub(crate) fn parse(bytes: &[u8], limits: &ParseLimits) -> Result<Extracted, ParseError> {
     let mut archive = Archive::open(bytes, WHAT, limits)?;
     let slides = slide_order(&mut archive)?;
-    if slides.len() > limits.max_pages as usize {
-        return Err(ParseError::LimitExceeded(format!(
-            "the presentation has {} slides, more than the limit of {}",
-            slides.len(),
-            limits.max_pages
-        )));
-    }
+    limits.check_pages("the presentation", slides.len(), "slides")?;
     let mut out = BlockBuilder::new();
     for (number, path) in slides.iter().enumerate() {
         out.force_page(number as u32 + 1);

@@ -46,13 +46,7 @@ where
     };
     let mut workbook = W::new(Cursor::new(bytes)).map_err(malformed)?;
     let names = workbook.sheet_names().to_vec();
-    if names.len() > limits.max_pages as usize {
-        return Err(ParseError::LimitExceeded(format!(
-            "the workbook has {} sheets, more than the limit of {}",
-            names.len(),
-            limits.max_pages
-        )));
-    }
+    limits.check_pages("the workbook", names.len(), "sheets")?;
     let mut out = BlockBuilder::new();
     for (index, name) in names.iter().enumerate() {
         out.force_page(index as u32 + 1);
