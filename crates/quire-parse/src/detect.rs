@@ -31,6 +31,8 @@ pub enum Format {
     PlainText,
     /// An e-mail message (RFC 5322, `.eml`).
     Email,
+    /// A password-protected DOCX, XLSX or PPTX (stored as an OLE container).
+    EncryptedOffice,
     /// Something Quire does not read; the text names it for people.
     Unsupported(String),
 }
@@ -50,6 +52,7 @@ impl Format {
             Self::Markdown => "Markdown document",
             Self::PlainText => "text file",
             Self::Email => "e-mail message",
+            Self::EncryptedOffice => "Office document (DOCX, XLSX or PPTX)",
             Self::Unsupported(kind) => kind,
         }
     }
@@ -75,6 +78,9 @@ pub fn detect_format(bytes: &[u8], name: &str, declared_type: &str) -> Format {
         return zip_format(bytes, ext.as_deref());
     }
     if head.starts_with(b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1") {
+        if is_encrypted_ooxml(bytes) {
+            return Format::EncryptedOffice;
+        }
         return Format::Unsupported(if ext.as_deref() == Some("msg") {
             "Outlook message (.msg); export it as .eml".into()
         } else {
@@ -152,6 +158,16 @@ fn zip_format(bytes: &[u8], ext: Option<&str>) -> Format {
         Some("application/epub+zip") => Format::Unsupported("EPUB book".into()),
         _ => Format::Unsupported("ZIP archive".into()),
     }
+}
+
+/// Office encrypts a DOCX, XLSX or PPTX by wrapping it in an OLE container whose directory
+/// names an `EncryptedPackage` stream (stored as UTF-16).
+fn is_encrypted_ooxml(bytes: &[u8]) -> bool {
+    let marker: Vec<u8> = "EncryptedPackage"
+        .encode_utf16()
+        .flat_map(u16::to_le_bytes)
+        .collect();
+    bytes.windows(marker.len()).any(|w| w == marker.as_slice())
 }
 
 /// A media type for a file whose client sent none (or only `application/octet-stream`).
@@ -261,6 +277,17 @@ mod tests {
         );
         assert!(
             matches!(detect_format(b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1", "a.doc", ""), Format::Unsupported(k) if k.contains("legacy"))
+        );
+    }
+
+    #[test]
+    fn encrypted_office_files_are_told_apart_from_legacy_ones() {
+        let mut bytes = b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1".to_vec();
+        bytes.extend([0u8; 64]);
+        bytes.extend("EncryptedPackage".encode_utf16().flat_map(u16::to_le_bytes));
+        assert_eq!(
+            detect_format(&bytes, "secret.docx", ""),
+            Format::EncryptedOffice
         );
     }
 

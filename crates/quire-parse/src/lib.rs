@@ -132,6 +132,7 @@ pub(crate) fn parse_at_depth(
         Format::Pptx => pptx::parse(bytes, limits)?,
         Format::Xlsx | Format::Ods => spreadsheet::parse(bytes, &format, limits)?,
         Format::Email => email::parse(bytes, limits, depth)?,
+        Format::EncryptedOffice => return Err(ParseError::Encrypted(format.describe().to_owned())),
         Format::Pdf => return Err(ParseError::Unsupported("PDF document".into())),
         Format::Unsupported(kind) => return Err(ParseError::Unsupported(kind.clone())),
     };
