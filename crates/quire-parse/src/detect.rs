@@ -19,6 +19,10 @@ pub enum Format {
     Xlsx,
     /// OpenDocument spreadsheet.
     Ods,
+    /// OpenDocument text.
+    Odt,
+    /// OpenDocument presentation.
+    Odp,
     /// Comma-separated (or semicolon/pipe-separated) values.
     Csv,
     /// Tab-separated values.
@@ -46,6 +50,8 @@ impl Format {
             Self::Pptx => "PPTX presentation",
             Self::Xlsx => "XLSX workbook",
             Self::Ods => "ODS spreadsheet",
+            Self::Odt => "ODT document",
+            Self::Odp => "ODP presentation",
             Self::Csv => "CSV file",
             Self::Tsv => "TSV file",
             Self::Html => "HTML page",
@@ -129,6 +135,8 @@ fn zip_format(bytes: &[u8], ext: Option<&str>) -> Format {
             Some("pptx") => Format::Pptx,
             Some("xlsx") => Format::Xlsx,
             Some("ods") => Format::Ods,
+            Some("odt") => Format::Odt,
+            Some("odp") => Format::Odp,
             _ => Format::Unsupported("damaged or truncated ZIP archive".into()),
         };
     };
@@ -149,12 +157,8 @@ fn zip_format(bytes: &[u8], ext: Option<&str>) -> Format {
     });
     match mimetype.as_deref() {
         Some("application/vnd.oasis.opendocument.spreadsheet") => Format::Ods,
-        Some("application/vnd.oasis.opendocument.text") => {
-            Format::Unsupported("OpenDocument text (.odt)".into())
-        }
-        Some("application/vnd.oasis.opendocument.presentation") => {
-            Format::Unsupported("OpenDocument presentation (.odp)".into())
-        }
+        Some("application/vnd.oasis.opendocument.text") => Format::Odt,
+        Some("application/vnd.oasis.opendocument.presentation") => Format::Odp,
         Some("application/epub+zip") => Format::Unsupported("EPUB book".into()),
         _ => Format::Unsupported("ZIP archive".into()),
     }
@@ -183,6 +187,8 @@ pub fn guess_content_type(name: &str) -> &'static str {
         Some("pptx") => "application/vnd.openxmlformats-officedocument.presentationml.presentation",
         Some("xlsx") => "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
         Some("ods") => "application/vnd.oasis.opendocument.spreadsheet",
+        Some("odt") => "application/vnd.oasis.opendocument.text",
+        Some("odp") => "application/vnd.oasis.opendocument.presentation",
         Some("eml") => "message/rfc822",
         _ => "application/octet-stream",
     }

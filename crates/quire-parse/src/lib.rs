@@ -1,6 +1,6 @@
 //! Quire's parsers: format detection from the bytes, and text extraction into [`Block`]s that
 //! know their page and heading path, for plain text (any common encoding), Markdown, HTML, CSV
-//! and TSV, DOCX, PPTX, XLSX and ODS, and e-mail with its attachments. Pure and blocking: no
+//! and TSV, DOCX, PPTX, XLSX, OpenDocument (ODT, ODP, ODS), and e-mail with its attachments. Pure and blocking: no
 //! I/O beyond the bytes given, and every container is read under [`ParseLimits`].
 
 mod archive;
@@ -10,6 +10,7 @@ mod docx;
 mod email;
 mod encoding;
 mod html;
+mod opendocument;
 mod pptx;
 mod spreadsheet;
 mod tabular;
@@ -23,7 +24,7 @@ pub use text::{Extracted, markdown, plain_text};
 
 /// Formats that can be parsed, for error messages.
 pub const SUPPORTED_FORMATS: &str =
-    "plain text, Markdown, HTML, CSV/TSV, DOCX, PPTX, XLSX, ODS and e-mail (.eml)";
+    "plain text, Markdown, HTML, CSV/TSV, DOCX, PPTX, XLSX, ODT, ODP, ODS and e-mail (.eml)";
 
 /// Bounds on what one document may make the parser do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,6 +132,8 @@ pub(crate) fn parse_at_depth(
         Format::Docx => docx::parse(bytes, limits)?,
         Format::Pptx => pptx::parse(bytes, limits)?,
         Format::Xlsx | Format::Ods => spreadsheet::parse(bytes, &format, limits)?,
+        Format::Odt => opendocument::parse(bytes, false, limits)?,
+        Format::Odp => opendocument::parse(bytes, true, limits)?,
         Format::Email => email::parse(bytes, limits, depth)?,
         Format::EncryptedOffice => return Err(ParseError::Encrypted(format.describe().to_owned())),
         Format::Pdf => return Err(ParseError::Unsupported("PDF document".into())),
