@@ -90,11 +90,9 @@ impl Walker {
                             .unwrap_or(1),
                     );
                 }
-                "p" => {
-                    if self.text.is_none() {
-                        self.text = Some(String::new());
-                        self.heading = None;
-                    }
+                "p" if self.text.is_none() => {
+                    self.text = Some(String::new());
+                    self.heading = None;
                 }
                 "s" => self.push(" "),
                 "tab" => self.push("\t"),
