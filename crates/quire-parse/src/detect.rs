@@ -23,6 +23,8 @@ pub enum Format {
     Odt,
     /// OpenDocument presentation.
     Odp,
+    /// EPUB book.
+    Epub,
     /// Comma-separated (or semicolon/pipe-separated) values.
     Csv,
     /// Tab-separated values.
@@ -52,6 +54,7 @@ impl Format {
             Self::Ods => "ODS spreadsheet",
             Self::Odt => "ODT document",
             Self::Odp => "ODP presentation",
+            Self::Epub => "EPUB book",
             Self::Csv => "CSV file",
             Self::Tsv => "TSV file",
             Self::Html => "HTML page",
@@ -137,6 +140,7 @@ fn zip_format(bytes: &[u8], ext: Option<&str>) -> Format {
             Some("ods") => Format::Ods,
             Some("odt") => Format::Odt,
             Some("odp") => Format::Odp,
+            Some("epub") => Format::Epub,
             _ => Format::Unsupported("damaged or truncated ZIP archive".into()),
         };
     };
@@ -159,7 +163,7 @@ fn zip_format(bytes: &[u8], ext: Option<&str>) -> Format {
         Some("application/vnd.oasis.opendocument.spreadsheet") => Format::Ods,
         Some("application/vnd.oasis.opendocument.text") => Format::Odt,
         Some("application/vnd.oasis.opendocument.presentation") => Format::Odp,
-        Some("application/epub+zip") => Format::Unsupported("EPUB book".into()),
+        Some("application/epub+zip") => Format::Epub,
         _ => Format::Unsupported("ZIP archive".into()),
     }
 }
@@ -189,6 +193,7 @@ pub fn guess_content_type(name: &str) -> &'static str {
         Some("ods") => "application/vnd.oasis.opendocument.spreadsheet",
         Some("odt") => "application/vnd.oasis.opendocument.text",
         Some("odp") => "application/vnd.oasis.opendocument.presentation",
+        Some("epub") => "application/epub+zip",
         Some("eml") => "message/rfc822",
         _ => "application/octet-stream",
     }

@@ -9,6 +9,7 @@ mod detect;
 mod docx;
 mod email;
 mod encoding;
+mod epub;
 mod html;
 mod opendocument;
 mod pptx;
@@ -24,7 +25,7 @@ pub use text::{Extracted, markdown, plain_text};
 
 /// Formats that can be parsed, for error messages.
 pub const SUPPORTED_FORMATS: &str =
-    "plain text, Markdown, HTML, CSV/TSV, DOCX, PPTX, XLSX, ODT, ODP, ODS and e-mail (.eml)";
+    "plain text, Markdown, HTML, CSV/TSV, DOCX, PPTX, XLSX, ODT, ODP, ODS, EPUB and e-mail (.eml)";
 
 /// Bounds on what one document may make the parser do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,6 +135,7 @@ pub(crate) fn parse_at_depth(
         Format::Xlsx | Format::Ods => spreadsheet::parse(bytes, &format, limits)?,
         Format::Odt => opendocument::parse(bytes, false, limits)?,
         Format::Odp => opendocument::parse(bytes, true, limits)?,
+        Format::Epub => epub::parse(bytes, limits)?,
         Format::Email => email::parse(bytes, limits, depth)?,
         Format::EncryptedOffice => return Err(ParseError::Encrypted(format.describe().to_owned())),
         Format::Pdf => return Err(ParseError::Unsupported("PDF document".into())),
