@@ -59,6 +59,23 @@ impl BlockBuilder {
         self.end_block();
     }
 
+    /// Adds a paragraph as a block of its own.
+    pub(crate) fn push_paragraph(&mut self, text: &str) {
+        self.end_block();
+        for line in text.lines() {
+            self.push_line(line);
+        }
+        self.end_block();
+    }
+
+    /// Adds a list item as `- text`; consecutive items share one block.
+    pub(crate) fn push_list_item(&mut self, text: &str) {
+        if !self.last_line().starts_with("- ") {
+            self.end_block();
+        }
+        self.push_line(&format!("- {text}"));
+    }
+
     /// True when the current block has no lines yet.
     pub(crate) fn block_is_empty(&self) -> bool {
         self.current.is_empty()

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use crate::archive::Archive;
 use crate::blocks::BlockBuilder;
+use crate::table::TableText;
 use crate::xml::{XmlEvent, attr, for_each_event};
 use crate::{Extracted, ParseError, ParseLimits};
 
@@ -92,11 +93,9 @@ struct Walker {
     heading_level: Option<usize>,
     list_item: bool,
     in_text: bool,
-    /// Nesting of tables and the rows and cells being collected.
+    /// Nesting of tables, and the outermost table being collected.
     table_depth: usize,
-    row: Vec<String>,
-    cell: String,
-    rows: Vec<String>,
+    table: TableText,
     /// Inside parts that are not body text (deleted revisions, field codes).
     skip_depth: usize,
 }
@@ -112,9 +111,7 @@ impl Walker {
             list_item: false,
             in_text: false,
             table_depth: 0,
-            row: Vec::new(),
-            cell: String::new(),
-            rows: Vec::new(),
+            table: TableText::default(),
             skip_depth: 0,
         }
     }
@@ -164,12 +161,11 @@ impl Walker {
                 "tbl" => {
                     if self.table_depth == 0 {
                         self.out.end_block();
-                        self.rows.clear();
                     }
                     self.table_depth += 1;
                 }
-                "tr" if self.table_depth == 1 => self.row.clear(),
-                "tc" if self.table_depth == 1 => self.cell.clear(),
+                "tr" if self.table_depth == 1 => self.table.start_row(),
+                "tc" if self.table_depth == 1 => self.table.start_cell(),
                 _ => {}
             },
             XmlEvent::End { name } => match name {
@@ -185,17 +181,13 @@ impl Walker {
                         self.paragraph.push(' ');
                     }
                 }
-                "tc" if self.table_depth == 1 => {
-                    let cell = self.cell.split_whitespace().collect::<Vec<_>>().join(" ");
-                    self.row.push(cell);
-                }
-                "tr" if self.table_depth == 1 && self.row.iter().any(|c| !c.is_empty()) => {
-                    self.rows.push(self.row.join(" | "));
-                }
+                "tc" if self.table_depth == 1 => self.table.end_cell(),
+                "tr" if self.table_depth == 1 => self.table.end_row(),
                 "tbl" => {
                     self.table_depth = self.table_depth.saturating_sub(1);
-                    if self.table_depth == 0 && !self.rows.is_empty() {
-                        let table = std::mem::take(&mut self.rows).join("\n");
+                    if self.table_depth == 0
+                        && let Some(table) = self.table.finish()
+                    {
                         self.out.push_block(&table);
                     }
                 }
@@ -222,10 +214,7 @@ impl Walker {
     fn end_paragraph(&mut self) {
         let text = std::mem::take(&mut self.paragraph);
         if self.table_depth > 0 {
-            if !self.cell.is_empty() {
-                self.cell.push(' ');
-            }
-            self.cell.push_str(text.trim());
+            self.table.push_text(&text);
             return;
         }
         if let Some(level) = self.heading_level {
@@ -235,9 +224,9 @@ impl Walker {
             }
             return;
         }
-        let list = self.list_item;
-        self.emit(&text, list);
-        if !list {
+        self.emit(&text, self.list_item);
+        if !self.list_item {
+            // Any other paragraph, even an empty one, ends a list.
             self.out.end_block();
         }
     }
@@ -249,17 +238,9 @@ impl Walker {
             return;
         }
         if list_item {
-            if !self.out.last_line().starts_with("- ") {
-                self.out.end_block();
-            }
-            self.out.push_line(&format!("- {text}"));
+            self.out.push_list_item(text);
         } else {
-            if self.out.last_line().starts_with("- ") {
-                self.out.end_block();
-            }
-            for line in text.lines() {
-                self.out.push_line(line);
-            }
+            self.out.push_paragraph(text);
         }
     }
 }

@@ -121,6 +121,7 @@ fn addresses(address: &Address<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::shape;
 
     #[test]
     fn headers_body_and_attachments() {
@@ -131,11 +132,7 @@ mod tests {
             --XX\r\nContent-Type: text/markdown\r\nContent-Disposition: attachment; filename=notes.md\r\n\r\n\
             # Notes\r\n\r\nSeal worn.\r\n--XX--\r\n";
         let parsed = parse(mail.as_bytes(), &ParseLimits::default(), 0).unwrap();
-        let shape: Vec<(u32, &str, &str)> = parsed
-            .blocks
-            .iter()
-            .map(|b| (b.page, b.section.as_str(), b.text.as_str()))
-            .collect();
+        let shape = shape(&parsed.blocks);
         assert_eq!(
             shape[0].2,
             "From: Ann Lee <ann@example.com>\nTo: bob@example.com\nSubject: Pump report\nDate: 2024-01-01T10:00:00Z"

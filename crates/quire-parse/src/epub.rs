@@ -95,17 +95,12 @@ fn malformed(detail: String) -> ParseError {
 
 #[cfg(test)]
 mod tests {
-    use std::io::{Cursor, Write};
-
-    use zip::ZipWriter;
-    use zip::write::SimpleFileOptions;
-
     use super::*;
+    use crate::test_support::{shape, zip_package};
 
     #[test]
     fn chapters_in_spine_order_are_pages() {
-        let mut zip = ZipWriter::new(Cursor::new(Vec::new()));
-        let files = [
+        let bytes = zip_package(&[
             ("mimetype", "application/epub+zip"),
             (
                 "META-INF/container.xml",
@@ -124,18 +119,9 @@ mod tests {
                 "OEBPS/two.xhtml",
                 "<html><body><h1>Opening</h1><p>First in the spine.</p></body></html>",
             ),
-        ];
-        for (path, content) in files {
-            zip.start_file(path, SimpleFileOptions::default()).unwrap();
-            zip.write_all(content.as_bytes()).unwrap();
-        }
-        let bytes = zip.finish().unwrap().into_inner();
+        ]);
         let doc = crate::parse(&bytes, "book.epub", "", &ParseLimits::default()).unwrap();
-        let shape: Vec<(u32, &str, &str)> = doc
-            .blocks
-            .iter()
-            .map(|b| (b.page, b.section.as_str(), b.text.as_str()))
-            .collect();
+        let shape = shape(&doc.blocks);
         assert_eq!(
             shape,
             vec![

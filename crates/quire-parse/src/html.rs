@@ -7,6 +7,7 @@ use scraper::{Html, Node};
 
 use crate::Extracted;
 use crate::blocks::BlockBuilder;
+use crate::table::row_line;
 
 /// Elements whose content is never text for a reader.
 const SKIPPED: &[&str] = &[
@@ -175,8 +176,8 @@ impl Walker {
                 .filter(|c| matches!(element_name(*c), Some("td" | "th")))
                 .map(inline_text)
                 .collect();
-            if cells.iter().any(|c| !c.is_empty()) {
-                rows.push(cells.join(" | "));
+            if let Some(line) = row_line(&cells) {
+                rows.push(line);
             }
         }
         if let Some(caption) = table

@@ -14,7 +14,10 @@ mod html;
 mod opendocument;
 mod pptx;
 mod spreadsheet;
+mod table;
 mod tabular;
+#[cfg(test)]
+mod test_support;
 mod text;
 mod xml;
 

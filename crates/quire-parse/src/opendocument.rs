@@ -5,6 +5,7 @@
 
 use crate::archive::Archive;
 use crate::blocks::BlockBuilder;
+use crate::table::TableText;
 use crate::xml::{XmlEvent, attr, for_each_event};
 use crate::{Extracted, ParseError, ParseLimits};
 
@@ -46,9 +47,7 @@ struct Walker {
     title_frame: bool,
     title: String,
     table_depth: usize,
-    row: Vec<String>,
-    rows: Vec<String>,
-    cell: String,
+    table: TableText,
     list_depth: usize,
 }
 
@@ -63,9 +62,7 @@ impl Walker {
             title_frame: false,
             title: String::new(),
             table_depth: 0,
-            row: Vec::new(),
-            rows: Vec::new(),
-            cell: String::new(),
+            table: TableText::default(),
             list_depth: 0,
         }
     }
@@ -104,12 +101,11 @@ impl Walker {
                 "table" => {
                     if self.table_depth == 0 {
                         self.out.end_block();
-                        self.rows.clear();
                     }
                     self.table_depth += 1;
                 }
-                "table-row" if self.table_depth == 1 => self.row.clear(),
-                "table-cell" if self.table_depth == 1 => self.cell.clear(),
+                "table-row" if self.table_depth == 1 => self.table.start_row(),
+                "table-cell" if self.table_depth == 1 => self.table.start_cell(),
                 _ => {}
             },
             XmlEvent::End { name } => match name {
@@ -122,17 +118,13 @@ impl Walker {
                     self.title_frame = false;
                 }
                 "list" => self.list_depth = self.list_depth.saturating_sub(1),
-                "table-cell" if self.table_depth == 1 => {
-                    self.row
-                        .push(self.cell.split_whitespace().collect::<Vec<_>>().join(" "));
-                }
-                "table-row" if self.table_depth == 1 && self.row.iter().any(|c| !c.is_empty()) => {
-                    self.rows.push(self.row.join(" | "));
-                }
+                "table-cell" if self.table_depth == 1 => self.table.end_cell(),
+                "table-row" if self.table_depth == 1 => self.table.end_row(),
                 "table" => {
                     self.table_depth = self.table_depth.saturating_sub(1);
-                    if self.table_depth == 0 && !self.rows.is_empty() {
-                        let table = std::mem::take(&mut self.rows).join("\n");
+                    if self.table_depth == 0
+                        && let Some(table) = self.table.finish()
+                    {
                         self.out.push_block(&table);
                     }
                 }
@@ -157,10 +149,7 @@ impl Walker {
             return;
         }
         if self.table_depth > 0 {
-            if !self.cell.is_empty() {
-                self.cell.push(' ');
-            }
-            self.cell.push_str(&text);
+            self.table.push_text(&text);
         } else if self.title_frame {
             if !self.title.is_empty() {
                 self.title.push(' ');
@@ -169,38 +158,20 @@ impl Walker {
         } else if is_heading {
             self.out.heading(self.heading.unwrap_or(1), &text);
         } else if self.list_depth > 0 {
-            if !self.out.last_line().starts_with("- ") {
-                self.out.end_block();
-            }
-            self.out.push_line(&format!("- {text}"));
+            self.out.push_list_item(&text);
         } else {
-            self.out.end_block();
-            for line in text.lines() {
-                self.out.push_line(line);
-            }
-            self.out.end_block();
+            self.out.push_paragraph(&text);
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::io::{Cursor, Write};
-
-    use zip::ZipWriter;
-    use zip::write::SimpleFileOptions;
-
     use super::*;
+    use crate::test_support::{shape, zip_package};
 
     fn package(mimetype: &str, content: &str) -> Vec<u8> {
-        let mut zip = ZipWriter::new(Cursor::new(Vec::new()));
-        zip.start_file("mimetype", SimpleFileOptions::default())
-            .unwrap();
-        zip.write_all(mimetype.as_bytes()).unwrap();
-        zip.start_file("content.xml", SimpleFileOptions::default())
-            .unwrap();
-        zip.write_all(content.as_bytes()).unwrap();
-        zip.finish().unwrap().into_inner()
+        zip_package(&[("mimetype", mimetype), ("content.xml", content)])
     }
 
     const NS: &str =
@@ -219,11 +190,7 @@ mod tests {
         );
         let bytes = package("application/vnd.oasis.opendocument.text", &content);
         let doc = crate::parse(&bytes, "a.odt", "", &ParseLimits::default()).unwrap();
-        let shape: Vec<(u32, &str, &str)> = doc
-            .blocks
-            .iter()
-            .map(|b| (b.page, b.section.as_str(), b.text.as_str()))
-            .collect();
+        let shape = shape(&doc.blocks);
         assert_eq!(
             shape,
             vec![
@@ -246,11 +213,7 @@ mod tests {
         let bytes = package("application/vnd.oasis.opendocument.presentation", &content);
         let doc = crate::parse(&bytes, "a.odp", "", &ParseLimits::default()).unwrap();
         assert_eq!(doc.page_count, 2);
-        let shape: Vec<(u32, &str, &str)> = doc
-            .blocks
-            .iter()
-            .map(|b| (b.page, b.section.as_str(), b.text.as_str()))
-            .collect();
+        let shape = shape(&doc.blocks);
         assert_eq!(
             shape,
             vec![(1, "Roadmap", "Ship it"), (2, "Risks", "Risks")]

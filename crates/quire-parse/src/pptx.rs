@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use crate::archive::Archive;
 use crate::blocks::BlockBuilder;
+use crate::table::TableText;
 use crate::xml::{XmlEvent, attr, attribute_value, for_each_event};
 use crate::{Extracted, ParseError, ParseLimits};
 
@@ -122,9 +123,7 @@ fn read_slide(xml: &str) -> Result<Slide, String> {
     let mut paragraph = String::new();
     let mut in_text = false;
     let mut table_depth = 0usize;
-    let mut row: Vec<String> = Vec::new();
-    let mut cell = String::new();
-    let mut rows: Vec<String> = Vec::new();
+    let mut table = TableText::default();
     for_each_event(xml, |event| match event {
         XmlEvent::Start { name, element } => match name {
             "sp" => {
@@ -139,12 +138,9 @@ fn read_slide(xml: &str) -> Result<Slide, String> {
             "p" => paragraph.clear(),
             "t" => in_text = true,
             "br" => paragraph.push('\n'),
-            "tbl" => {
-                table_depth += 1;
-                rows.clear();
-            }
-            "tr" => row.clear(),
-            "tc" => cell.clear(),
+            "tbl" => table_depth += 1,
+            "tr" => table.start_row(),
+            "tc" => table.start_cell(),
             _ => {}
         },
         XmlEvent::End { name } => match name {
@@ -155,20 +151,17 @@ fn read_slide(xml: &str) -> Result<Slide, String> {
                     return;
                 }
                 if table_depth > 0 {
-                    if !cell.is_empty() {
-                        cell.push(' ');
-                    }
-                    cell.push_str(&text);
+                    table.push_text(&text);
                 } else {
                     shape_paragraphs.push(text);
                 }
             }
-            "tc" => row.push(cell.split_whitespace().collect::<Vec<_>>().join(" ")),
-            "tr" if row.iter().any(|c| !c.is_empty()) => rows.push(row.join(" | ")),
+            "tc" => table.end_cell(),
+            "tr" => table.end_row(),
             "tbl" => {
                 table_depth = table_depth.saturating_sub(1);
-                if !rows.is_empty() {
-                    slide.paragraphs.push(rows.join("\n"));
+                if let Some(text) = table.finish() {
+                    slide.paragraphs.push(text);
                 }
             }
             "sp" => {

@@ -159,10 +159,7 @@ mod tests {
     use super::*;
 
     fn sections(e: &Extracted) -> Vec<(u32, &str, &str)> {
-        e.blocks
-            .iter()
-            .map(|b| (b.page, b.section.as_str(), b.text.as_str()))
-            .collect()
+        crate::test_support::shape(&e.blocks)
     }
 
     #[test]
