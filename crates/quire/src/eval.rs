@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
-use quire_parse::{ParseLimits, detect_format, parse};
+use quire_parse::{ParseLimits, ParsedDocument, detect_format, parse};
 
 /// Options of `quire eval parse`.
 #[derive(Debug, Args)]
@@ -41,7 +41,7 @@ struct Tally {
 }
 
 enum Outcome {
-    Parsed { pages: u32, chars: usize },
+    Parsed(ParsedDocument),
     Failed(String),
     Crashed,
     Hung,
@@ -67,20 +67,18 @@ pub fn parse_dir(args: ParseEvalArgs) -> anyhow::Result<()> {
             .take(40)
             .collect();
         let started = Instant::now();
-        let outcome = run_one(
-            bytes.clone(),
-            name.clone(),
-            Duration::from_secs(args.timeout),
-        );
-        if args.dump {
-            dump(path, &bytes, &name);
-        }
+        let outcome = run_one(bytes, name, Duration::from_secs(args.timeout));
         let seconds = started.elapsed().as_secs_f64();
+        if args.dump {
+            dump(path, &outcome);
+        }
         let tally = tallies.entry(format.clone()).or_default();
         tally.files += 1;
         tally.seconds += seconds;
         let line = match outcome {
-            Outcome::Parsed { pages, chars } => {
+            Outcome::Parsed(doc) => {
+                let pages = doc.page_count;
+                let chars: usize = doc.blocks.iter().map(|b| b.text.chars().count()).sum();
                 tally.parsed += 1;
                 tally.pages += u64::from(pages);
                 tally.chars += chars as u64;
@@ -145,28 +143,27 @@ fn run_one(bytes: Vec<u8>, name: String, timeout: Duration) -> Outcome {
         let _ = tx.send(result);
     });
     match rx.recv_timeout(timeout) {
-        Ok(Ok(Ok(doc))) => Outcome::Parsed {
-            pages: doc.page_count,
-            chars: doc.blocks.iter().map(|b| b.text.chars().count()).sum(),
-        },
+        Ok(Ok(Ok(doc))) => Outcome::Parsed(doc),
         Ok(Ok(Err(e))) => Outcome::Failed(e.to_string()),
         Ok(Err(_)) => Outcome::Crashed,
         Err(_) => Outcome::Hung,
     }
 }
 
-fn dump(path: &Path, bytes: &[u8], name: &str) {
+fn dump(path: &Path, outcome: &Outcome) {
     println!("=== {}", path.display());
-    match parse(bytes, name, "", &ParseLimits::default()) {
-        Ok(doc) => {
-            for block in doc.blocks {
+    match outcome {
+        Outcome::Parsed(doc) => {
+            for block in &doc.blocks {
                 println!(
                     "--- page {} | {}\n{}",
                     block.page, block.section, block.text
                 );
             }
         }
-        Err(e) => println!("(failed: {e})"),
+        Outcome::Failed(reason) => println!("(failed: {reason})"),
+        Outcome::Crashed => println!("(crashed)"),
+        Outcome::Hung => println!("(hung)"),
     }
 }
 
