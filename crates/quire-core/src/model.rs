@@ -181,7 +181,7 @@ pub struct NewApiKey {
 }
 
 /// A passage cut from a document, ready to be stored and indexed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChunkDraft {
     /// Position in the document, from 0.
     pub ordinal: u32,

@@ -2,12 +2,14 @@
 //! chunks. The HTTP layer calls [`Ingest`]; the workers run in [`JobRunner`].
 
 mod chunker;
+mod isolation;
 mod originals;
 mod pipeline;
 mod service;
 mod worker;
 
 pub use chunker::{ChunkingParams, chunk_blocks, estimate_tokens};
+pub use isolation::{Isolation, WorkerCommand, WorkerError, run_parse_worker};
 pub use originals::{Originals, StageError, StagedFile, StagedUpload};
 pub use pipeline::{Processed, ProcessingError, process_file};
 pub use quire_parse::{Block, ParseLimits};

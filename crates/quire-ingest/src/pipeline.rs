@@ -6,6 +6,7 @@ use std::path::Path;
 
 use quire_core::ChunkDraft;
 use quire_parse::{ParseError, ParseLimits, parse};
+use serde::{Deserialize, Serialize};
 
 use crate::chunker::{ChunkingParams, chunk_blocks};
 
@@ -22,7 +23,7 @@ pub enum ProcessingError {
 }
 
 /// What processing made of a document.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Processed {
     /// Chunks in reading order.
     pub chunks: Vec<ChunkDraft>,

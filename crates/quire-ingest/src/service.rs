@@ -13,15 +13,16 @@ use tokio::sync::Notify;
 use tracing::Instrument;
 
 use crate::chunker::ChunkingParams;
+use crate::isolation::{Isolation, ParseJob, parse_isolated};
 use crate::originals::{Originals, StageError, StagedFile, StagedUpload};
-use crate::pipeline::{Processed, ProcessingError, process_file};
+use crate::pipeline::Processed;
 use quire_parse::{ParseLimits, guess_content_type};
 
 /// Longest stored file name, in characters.
 const MAX_NAME_CHARS: usize = 255;
 
 /// Upload and processing settings.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct IngestSettings {
     /// Largest accepted file, in bytes.
     pub max_upload_bytes: u64,
@@ -31,6 +32,9 @@ pub struct IngestSettings {
     pub parse_limits: ParseLimits,
     /// Longest a worker may spend on one document before it is failed.
     pub time_budget: std::time::Duration,
+    /// Where documents are parsed: in a child process (killable, with a memory budget) or in
+    /// this one.
+    pub isolation: Isolation,
     /// How long a claimed job stays leased to its worker.
     pub lease: Duration,
     /// Claims of one job (including ones interrupted by crashes) before its document fails.
@@ -248,29 +252,17 @@ impl Ingest {
         Ok(())
     }
 
-    /// Runs the blocking pipeline under the time budget; the error is the document's `error`.
+    /// Parses and chunks the document under the time budget, isolated as configured; the
+    /// error is the document's `error`.
     async fn extract(&self, job: &ClaimedJob) -> Result<Processed, String> {
-        let path = self.originals.path_of(job.document_id);
-        let (name, content_type) = (job.document_name.clone(), job.content_type.clone());
-        let (chunking, limits) = (self.settings.chunking, self.settings.parse_limits);
-        let task = tokio::task::spawn_blocking(move || {
-            process_file(&path, &name, &content_type, chunking, &limits)
-        });
-        match tokio::time::timeout(self.settings.time_budget, task).await {
-            Err(_) => Err(format!(
-                "processing took longer than the {}-second limit",
-                self.settings.time_budget.as_secs()
-            )),
-            Ok(Err(join)) => {
-                tracing::error!(error = %join, "document processing crashed");
-                Err("internal error: processing this file crashed; see the server log".into())
-            }
-            Ok(Ok(Err(ProcessingError::Io(e)))) => {
-                tracing::error!(error = %e, "could not read the original");
-                Err("the stored original file could not be read".into())
-            }
-            Ok(Ok(result)) => result.map_err(|e| e.to_string()),
-        }
+        let parse = ParseJob {
+            path: self.originals.path_of(job.document_id),
+            name: job.document_name.clone(),
+            content_type: job.content_type.clone(),
+            chunking: self.settings.chunking,
+            limits: self.settings.parse_limits,
+        };
+        parse_isolated(&self.settings.isolation, parse, self.settings.time_budget).await
     }
 
     async fn store_processed(

@@ -56,6 +56,9 @@ enum Command {
         #[command(subcommand)]
         command: BenchCommand,
     },
+    /// Parse one document for the server: a JSON request on stdin, the answer on stdout.
+    #[command(hide = true)]
+    ParseWorker,
 }
 
 #[derive(Debug, Subcommand)]
@@ -122,6 +125,9 @@ fn parse_permission(s: &str) -> Result<Permission, String> {
 /// Parses the command line, runs the command and turns errors into a message and exit code 1.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::ParseWorker = cli.command {
+        return parse_worker();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -205,6 +211,21 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         } => {
             init_logging(&config, "warn");
             bench::search(&config, args).await
+        }
+        // Handled in `main`, before the runtime starts.
+        Command::ParseWorker => Ok(()),
+    }
+}
+
+/// `quire parse-worker`, started by the server for each document. It runs before the async
+/// runtime and reads no configuration: the memory limit covers the whole process, so nothing
+/// else should have started, and stdout carries the answer, so nothing else may write there.
+fn parse_worker() -> ExitCode {
+    match quire_ingest::run_parse_worker(std::io::stdin().lock(), std::io::stdout().lock()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: parse worker: {e}");
+            ExitCode::FAILURE
         }
     }
 }

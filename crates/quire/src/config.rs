@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use quire_ingest::{ChunkingParams, ParseLimits};
+use quire_ingest::{ChunkingParams, Isolation, ParseLimits, WorkerCommand};
 use serde::{Deserialize, Serialize};
 use toml::{Table, Value};
 
@@ -70,6 +70,17 @@ pub struct ParsingConfig {
     pub max_archive_entries: usize,
     /// How deep attachments inside attachments are followed (e-mail).
     pub max_attachment_depth: u32,
+    /// Parse each document in a child process, killed at the time budget and held to
+    /// `memory_limit_mb`; `false` parses on the server's own threads (no memory limit, and a
+    /// hang keeps its thread until the server stops).
+    pub isolate: bool,
+    /// Memory one document's parsing may use, in MiB, on top of the worker's own size at start
+    /// (0: no limit). Only with `isolate`.
+    pub memory_limit_mb: u64,
+    /// Program run as the parse worker (`PROGRAM parse-worker`); unset, the running `quire`
+    /// binary. For packaging and tests.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worker_program: Option<PathBuf>,
 }
 
 impl Default for ParsingConfig {
@@ -80,6 +91,9 @@ impl Default for ParsingConfig {
             max_unpacked_bytes: limits.max_unpacked_bytes,
             max_archive_entries: limits.max_archive_entries,
             max_attachment_depth: limits.max_attachment_depth,
+            isolate: true,
+            memory_limit_mb: 1024,
+            worker_program: None,
         }
     }
 }
@@ -93,6 +107,23 @@ impl ParsingConfig {
             max_archive_entries: self.max_archive_entries,
             max_attachment_depth: self.max_attachment_depth,
         }
+    }
+
+    /// Where documents are parsed: `quire parse-worker` child processes unless `isolate` is off.
+    pub fn isolation(&self) -> anyhow::Result<Isolation> {
+        if !self.isolate {
+            return Ok(Isolation::InProcess);
+        }
+        let program = match &self.worker_program {
+            Some(program) => program.clone(),
+            None => std::env::current_exe()
+                .context("could not find the running program to start parse workers")?,
+        };
+        Ok(Isolation::ChildProcess(WorkerCommand {
+            program,
+            args: vec!["parse-worker".into()],
+            memory_limit_bytes: self.memory_limit_mb.saturating_mul(1024 * 1024),
+        }))
     }
 }
 
@@ -191,6 +222,7 @@ impl Config {
             .into_iter()
             .filter(|(k, _)| k.starts_with("QUIRE_"))
             .collect();
+        apply_optional_env(&mut layered, &env);
         apply_env(&mut layered, &mut Vec::new(), &env)?;
         let mut config: Config = Value::Table(layered)
             .try_into()
@@ -229,11 +261,22 @@ impl Config {
 
     /// The defaults as a commented TOML file (`quire config print-default`).
     pub fn default_toml() -> String {
-        let body = toml::to_string_pretty(&Config::default()).unwrap_or_default();
+        let mut body = toml::to_string_pretty(&Config::default()).unwrap_or_default();
+        for (table, key, example) in OPTIONAL_SETTINGS {
+            // TOML has no "unset": show the key commented out at the end of its table.
+            let Some(start) = body.find(&format!("[{table}]\n")) else {
+                continue;
+            };
+            let end = body[start..]
+                .find("\n\n")
+                .map_or(body.len(), |n| start + n + 1);
+            body.insert_str(end, &format!("# {key} = {example}\n"));
+        }
         format!(
             "# Quire configuration: the compiled-in defaults.\n\
              # Every key can also be set with an environment variable: QUIRE_ + the table and key\n\
              # in upper case joined by '_' (limits.max_upload_bytes -> QUIRE_LIMITS_MAX_UPLOAD_BYTES).\n\
+             # Keys shown commented out are unset by default; an empty variable unsets them.\n\
              # Precedence: defaults < this file (--config) < environment < command-line flags.\n\n{body}"
         )
     }
@@ -253,6 +296,32 @@ fn merge(base: &mut Table, over: Table) {
             (_, value) => {
                 base.insert(key, value);
             }
+        }
+    }
+}
+
+/// Settings that are unset (`None`) by default, as (table, key, example value). They are
+/// missing from the table of defaults, where [`apply_env`] looks, so they are handled apart.
+const OPTIONAL_SETTINGS: &[(&str, &str, &str)] = &[(
+    "parsing",
+    "worker_program",
+    "\"/usr/lib/quire/quire\"  # unset: the running quire binary",
+)];
+
+/// Sets each optional setting whose environment variable is set; an empty value unsets it.
+fn apply_optional_env(table: &mut Table, env: &[(String, String)]) {
+    for (section, key, _) in OPTIONAL_SETTINGS {
+        let name = format!("QUIRE_{section}_{key}").to_uppercase();
+        let Some((_, raw)) = env.iter().find(|(k, _)| *k == name) else {
+            continue;
+        };
+        let Some(Value::Table(section)) = table.get_mut(*section) else {
+            continue;
+        };
+        if raw.trim().is_empty() {
+            section.remove(*key);
+        } else {
+            section.insert((*key).to_owned(), Value::String(raw.trim().to_owned()));
         }
     }
 }
@@ -365,5 +434,57 @@ mod tests {
         let text = Config::default_toml();
         let parsed: Config = toml::from_str(&text).unwrap();
         assert_eq!(parsed, Config::default());
+        assert!(
+            text.contains("memory_limit_mb = 1024\n# worker_program = "),
+            "unset keys are shown commented out in their table:\n{text}"
+        );
+    }
+
+    #[test]
+    fn parsing_isolation_follows_the_settings() {
+        let c = Config::load(None, env(&[]), &Overrides::default()).unwrap();
+        let Isolation::ChildProcess(worker) = c.parsing.isolation().unwrap() else {
+            panic!("parsing is isolated by default");
+        };
+        assert_eq!(worker.program, std::env::current_exe().unwrap());
+        assert_eq!(worker.args, ["parse-worker"]);
+        assert_eq!(worker.memory_limit_bytes, 1024 * 1024 * 1024);
+
+        let c = Config::load(
+            None,
+            env(&[
+                ("QUIRE_PARSING_WORKER_PROGRAM", "/opt/quire/bin/quire"),
+                ("QUIRE_PARSING_MEMORY_LIMIT_MB", "16"),
+            ]),
+            &Overrides::default(),
+        )
+        .unwrap();
+        let Isolation::ChildProcess(worker) = c.parsing.isolation().unwrap() else {
+            panic!("parsing is isolated by default");
+        };
+        assert_eq!(worker.program, PathBuf::from("/opt/quire/bin/quire"));
+        assert_eq!(worker.memory_limit_bytes, 16 * 1024 * 1024);
+
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("q.toml");
+        std::fs::write(&file, "[parsing]\nworker_program = \"/from/file\"\n").unwrap();
+        let c = Config::load(
+            Some(&file),
+            env(&[("QUIRE_PARSING_WORKER_PROGRAM", "")]),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            c.parsing.worker_program, None,
+            "an empty variable unsets it"
+        );
+
+        let c = Config::load(
+            None,
+            env(&[("QUIRE_PARSING_ISOLATE", "false")]),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(c.parsing.isolation().unwrap(), Isolation::InProcess);
     }
 }

@@ -2,7 +2,7 @@
 //! with its own data directory and a manual clock.
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -42,6 +42,8 @@ pub fn test_config(data_dir: &Path) -> Config {
         ..Config::default()
     };
     config.workers.poll_interval_ms = 50;
+    // Here the running program is the test harness: parse in the real binary's workers.
+    config.parsing.worker_program = Some(PathBuf::from(env!("CARGO_BIN_EXE_quire")));
     config
 }
 

@@ -1,0 +1,696 @@
+//! Where a document is parsed. By default in a child process per document (`quire
+//! parse-worker`): the server kills it when the time budget runs out, the child holds its own
+//! address space to a memory budget, and a crash (a native abort, a failed allocation) fails
+//! that document instead of taking the server down. [`Isolation::InProcess`] parses on the
+//! blocking thread pool instead, for unit tests and as an opt-out.
+//!
+//! The protocol is one JSON request on the child's stdin and one JSON response on its stdout;
+//! the end of its stderr is kept for the log.
+
+use std::io::{BufWriter, Read, Write};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use quire_parse::ParseLimits;
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::Command;
+
+use crate::chunker::ChunkingParams;
+use crate::pipeline::{Processed, ProcessingError, process_file};
+
+/// The document's error when parsing crashed; the details go to the log only.
+const CRASHED: &str = "internal error: processing this file crashed; see the server log";
+/// How much of the end of the worker's stderr is kept: an abort's reason is printed last.
+const STDERR_TAIL_BYTES: usize = 16 * 1024;
+/// Largest request the worker reads (a request is a path, two names and a few numbers).
+const MAX_REQUEST_BYTES: u64 = 1024 * 1024;
+const MIB: u64 = 1024 * 1024;
+
+/// Where documents are parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Isolation {
+    /// On the server's blocking thread pool: a hang is abandoned at the time budget but keeps
+    /// its thread, there is no memory budget, and a native crash takes the server down. For
+    /// unit tests and as an opt-out.
+    InProcess,
+    /// In a child process per document, killed at the time budget and held to a memory budget.
+    ChildProcess(WorkerCommand),
+}
+
+/// How to start the parse worker, and how much memory it may use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerCommand {
+    /// The program, normally the running `quire` binary.
+    pub program: PathBuf,
+    /// Its arguments, normally `["parse-worker"]`.
+    pub args: Vec<String>,
+    /// Address space the worker may add to its size at start for one document; 0 for no limit.
+    pub memory_limit_bytes: u64,
+}
+
+/// One document to parse and chunk.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ParseJob {
+    /// The stored original.
+    pub path: PathBuf,
+    /// The document's file name (format detection uses its extension).
+    pub name: String,
+    /// The document's media type.
+    pub content_type: String,
+    /// How to cut it into chunks.
+    pub chunking: ChunkingParams,
+    /// Bounds on parsing it.
+    #[serde(with = "limits_on_the_wire")]
+    pub limits: ParseLimits,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WorkerRequest {
+    job: ParseJob,
+    budgets: Budgets,
+}
+
+/// What the worker may use for its document; 0 for no limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Budgets {
+    /// Address space on top of the worker's size at start.
+    memory_bytes: u64,
+    /// CPU time, a backstop for a worker whose server died: the server kills it long before.
+    cpu_seconds: u64,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum WorkerResponse {
+    Processed(Processed),
+    /// An allocation that reports failure (reading the file) failed; allocations that cannot
+    /// report it abort the worker instead, which the parent reads from its stderr.
+    OutOfMemory,
+    /// `message` becomes the document's error; `log` is for the server log only.
+    Failed {
+        message: String,
+        log: Option<String>,
+    },
+}
+
+/// `ParseLimits` lives in `quire-parse`, which knows nothing of serde; this mirror carries it.
+/// The conversions destructure every field, so a new limit does not compile until it is
+/// carried too.
+mod limits_on_the_wire {
+    use quire_parse::ParseLimits;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Wire {
+        max_pages: u32,
+        max_unpacked_bytes: u64,
+        max_archive_entries: usize,
+        max_attachment_depth: u32,
+    }
+
+    pub(super) fn serialize<S: Serializer>(
+        limits: &ParseLimits,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        let ParseLimits {
+            max_pages,
+            max_unpacked_bytes,
+            max_archive_entries,
+            max_attachment_depth,
+        } = *limits;
+        Wire {
+            max_pages,
+            max_unpacked_bytes,
+            max_archive_entries,
+            max_attachment_depth,
+        }
+        .serialize(serializer)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<ParseLimits, D::Error> {
+        let Wire {
+            max_pages,
+            max_unpacked_bytes,
+            max_archive_entries,
+            max_attachment_depth,
+        } = Wire::deserialize(deserializer)?;
+        Ok(ParseLimits {
+            max_pages,
+            max_unpacked_bytes,
+            max_archive_entries,
+            max_attachment_depth,
+        })
+    }
+}
+
+/// Parses and chunks `job` where `isolation` says, within `budget`. The error is the
+/// document's `error`, written for the person who uploaded the file.
+pub(crate) async fn parse_isolated(
+    isolation: &Isolation,
+    job: ParseJob,
+    budget: Duration,
+) -> Result<Processed, String> {
+    match isolation {
+        Isolation::InProcess => in_process(job, budget).await,
+        Isolation::ChildProcess(command) => in_child(command, job, budget).await,
+    }
+}
+
+fn over_time(budget: Duration) -> String {
+    format!(
+        "processing took longer than the {}-second limit",
+        budget.as_secs()
+    )
+}
+
+async fn in_process(job: ParseJob, budget: Duration) -> Result<Processed, String> {
+    let task = tokio::task::spawn_blocking(move || parse_job(&job));
+    match tokio::time::timeout(budget, task).await {
+        Err(_) => Err(over_time(budget)),
+        Ok(Err(join)) => {
+            tracing::error!(error = %join, "document processing crashed");
+            Err(CRASHED.into())
+        }
+        Ok(Ok(response)) => response.into_result(0),
+    }
+}
+
+async fn in_child(
+    command: &WorkerCommand,
+    job: ParseJob,
+    budget: Duration,
+) -> Result<Processed, String> {
+    let request = request_bytes(command, job, budget)?;
+    let mut child = match Command::new(&command.program)
+        .args(&command.args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) => {
+            tracing::error!(
+                program = %command.program.display(), error = %e,
+                "could not start the parse worker"
+            );
+            return Err(CRASHED.into());
+        }
+    };
+    let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+    let exchange = async {
+        let send = async move {
+            if let Some(mut stdin) = stdin {
+                // A worker that dies before reading its request shows in its exit status; the
+                // pipe closes when `stdin` drops, which ends the request.
+                let _ = stdin.write_all(&request).await;
+            }
+        };
+        let ((), response, stderr_tail) =
+            tokio::join!(send, read_all(stdout), read_tail(stderr, STDERR_TAIL_BYTES));
+        (response, stderr_tail, child.wait().await)
+    };
+    let Ok((response, stderr_tail, status)) = tokio::time::timeout(budget, exchange).await else {
+        // Kill and reap now, so a hang holds neither memory nor a process slot.
+        if let Err(e) = child.kill().await {
+            tracing::error!(error = %e, "could not kill the parse worker");
+        }
+        return Err(over_time(budget));
+    };
+    let status = match status {
+        Ok(status) => status,
+        Err(e) => {
+            tracing::error!(error = %e, "could not wait for the parse worker");
+            return Err(CRASHED.into());
+        }
+    };
+    let response = response.unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "could not read the parse worker's response");
+        Vec::new()
+    });
+    interpret(command.memory_limit_bytes, status, &response, &stderr_tail)
+}
+
+fn request_bytes(
+    command: &WorkerCommand,
+    job: ParseJob,
+    time_budget: Duration,
+) -> Result<Vec<u8>, String> {
+    let request = WorkerRequest {
+        job,
+        budgets: Budgets {
+            memory_bytes: command.memory_limit_bytes,
+            // The worker is one thread, so its CPU time never outruns the wall clock the server
+            // kills it by; twice that only ever stops a worker nobody is watching.
+            cpu_seconds: time_budget.as_secs().saturating_mul(2).saturating_add(1),
+        },
+    };
+    serde_json::to_vec(&request).map_err(|e| {
+        tracing::error!(error = %e, "could not encode the parse request");
+        CRASHED.to_owned()
+    })
+}
+
+/// Turns what the worker left behind into the document's result.
+fn interpret(
+    memory_limit_bytes: u64,
+    status: ExitStatus,
+    stdout: &[u8],
+    stderr: &[u8],
+) -> Result<Processed, String> {
+    let stderr = String::from_utf8_lossy(stderr);
+    let stderr = stderr.trim();
+    match serde_json::from_slice::<WorkerResponse>(stdout) {
+        Ok(response) => {
+            if !status.success() {
+                tracing::warn!(%status, stderr, "the parse worker answered, then exited abnormally");
+            }
+            response.into_result(memory_limit_bytes)
+        }
+        Err(_) if !status.success() && allocation_failed(stderr) => {
+            tracing::debug!(%status, stderr, "the parse worker ran out of memory");
+            Err(out_of_memory(memory_limit_bytes))
+        }
+        Err(e) => {
+            tracing::error!(
+                %status, stderr, response_error = %e,
+                "the parse worker crashed or answered nonsense"
+            );
+            Err(CRASHED.into())
+        }
+    }
+}
+
+/// The document's error when parsing needed more memory than it had; `limit_bytes` is 0 when
+/// there was no limit but the machine's.
+fn out_of_memory(limit_bytes: u64) -> String {
+    if limit_bytes == 0 {
+        "processing this file needed more memory than the server had available".into()
+    } else {
+        format!(
+            "processing this file needed more than the {} MiB memory limit",
+            limit_bytes.div_ceil(MIB)
+        )
+    }
+}
+
+/// Whether the worker's stderr ends with what Rust prints before aborting on a failed
+/// allocation: "memory allocation of N bytes failed".
+fn allocation_failed(stderr: &str) -> bool {
+    stderr.lines().any(|line| {
+        line.find("memory allocation of")
+            .is_some_and(|at| line[at..].contains("failed"))
+    })
+}
+
+async fn read_all(stream: Option<impl AsyncRead + Unpin>) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    if let Some(mut stream) = stream {
+        stream.read_to_end(&mut bytes).await?;
+    }
+    Ok(bytes)
+}
+
+/// Reads `stream` to its end, keeping only the last `keep` bytes.
+async fn read_tail(stream: Option<impl AsyncRead + Unpin>, keep: usize) -> Vec<u8> {
+    let mut tail = Vec::new();
+    let Some(mut stream) = stream else {
+        return tail;
+    };
+    let mut buffer = [0_u8; 8192];
+    while let Ok(n @ 1..) = stream.read(&mut buffer).await {
+        tail.extend_from_slice(&buffer[..n]);
+        if tail.len() > 2 * keep {
+            tail.drain(..tail.len() - keep);
+        }
+    }
+    if tail.len() > keep {
+        tail.drain(..tail.len() - keep);
+    }
+    tail
+}
+
+impl WorkerResponse {
+    fn into_result(self, memory_limit_bytes: u64) -> Result<Processed, String> {
+        match self {
+            WorkerResponse::Processed(processed) => Ok(processed),
+            WorkerResponse::OutOfMemory => Err(out_of_memory(memory_limit_bytes)),
+            WorkerResponse::Failed { message, log } => {
+                if let Some(log) = log {
+                    tracing::error!(error = %log, "document processing failed");
+                }
+                Err(message)
+            }
+        }
+    }
+}
+
+/// Parses and chunks one document, turning every failure, a panic included, into an answer.
+fn parse_job(job: &ParseJob) -> WorkerResponse {
+    let run = || {
+        process_file(
+            &job.path,
+            &job.name,
+            &job.content_type,
+            job.chunking,
+            &job.limits,
+        )
+    };
+    match catch_unwind(AssertUnwindSafe(run)) {
+        Ok(Ok(processed)) => WorkerResponse::Processed(processed),
+        Ok(Err(ProcessingError::Io(e))) if e.kind() == std::io::ErrorKind::OutOfMemory => {
+            WorkerResponse::OutOfMemory
+        }
+        Ok(Err(ProcessingError::Io(e))) => WorkerResponse::Failed {
+            message: "the stored original file could not be read".into(),
+            log: Some(format!("could not read the original: {e}")),
+        },
+        Ok(Err(e)) => WorkerResponse::Failed {
+            message: e.to_string(),
+            log: None,
+        },
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            WorkerResponse::Failed {
+                message: CRASHED.into(),
+                log: Some(format!("a parser panicked: {what}")),
+            }
+        }
+    }
+}
+
+/// Why the parse worker could not play its part of the protocol. A document's own failures are
+/// not errors here: they are answered.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    /// The request on stdin was missing or malformed.
+    #[error("could not read the request: {0}")]
+    Request(serde_json::Error),
+    /// The memory or CPU budget could not be applied.
+    #[error("could not apply the resource limits: {0}")]
+    Limit(std::io::Error),
+    /// The response could not be written.
+    #[error("could not write the response: {0}")]
+    Response(std::io::Error),
+}
+
+/// The child side of [`Isolation::ChildProcess`] (`quire parse-worker`): reads one request from
+/// `input`, holds this process's address space to its present size plus the request's memory
+/// budget, parses and chunks the file, and writes the answer to `output`. Run it in a process
+/// of its own, with nothing else started: the limits apply to the whole process.
+pub fn run_parse_worker(input: impl Read, output: impl Write) -> Result<(), WorkerError> {
+    serve_request(input, output, limit_resources)
+}
+
+fn serve_request(
+    input: impl Read,
+    output: impl Write,
+    limit: impl FnOnce(Budgets) -> Result<(), WorkerError>,
+) -> Result<(), WorkerError> {
+    let request: WorkerRequest =
+        serde_json::from_reader(input.take(MAX_REQUEST_BYTES)).map_err(WorkerError::Request)?;
+    limit(request.budgets)?;
+    let response = parse_job(&request.job);
+    let mut output = BufWriter::new(output);
+    serde_json::to_writer(&mut output, &response).map_err(|e| WorkerError::Response(e.into()))?;
+    output.flush().map_err(WorkerError::Response)
+}
+
+/// Sets RLIMIT_AS to the present virtual size plus the memory budget, so the budget means
+/// memory for this document whatever the size of the binary and its libraries, and RLIMIT_CPU
+/// to the CPU budget. Only the soft limits are lowered.
+#[cfg(unix)]
+fn limit_resources(budgets: Budgets) -> Result<(), WorkerError> {
+    use rlimit::Resource;
+    let lower = |resource: Resource, soft: u64| {
+        let (_, hard) = resource.get()?;
+        resource.set(soft.min(hard), hard)
+    };
+    if budgets.memory_bytes > 0 {
+        let status = std::fs::read_to_string("/proc/self/status").map_err(WorkerError::Limit)?;
+        let current = virtual_size(&status).ok_or_else(|| {
+            WorkerError::Limit(std::io::Error::other("no VmSize in /proc/self/status"))
+        })?;
+        lower(Resource::AS, current.saturating_add(budgets.memory_bytes))
+            .map_err(WorkerError::Limit)?;
+    }
+    if budgets.cpu_seconds > 0 {
+        lower(Resource::CPU, budgets.cpu_seconds).map_err(WorkerError::Limit)?;
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn limit_resources(_budgets: Budgets) -> Result<(), WorkerError> {
+    Err(WorkerError::Limit(std::io::Error::other(
+        "the parse worker's resource limits need a Unix system; set parsing.isolate = false",
+    )))
+}
+
+/// The `VmSize` of a `/proc/PID/status` text, in bytes.
+#[cfg_attr(not(unix), expect(dead_code, reason = "only Unix reads /proc"))]
+fn virtual_size(status: &str) -> Option<u64> {
+    let value = status.lines().find_map(|l| l.strip_prefix("VmSize:"))?;
+    let kib: u64 = value.trim().strip_suffix("kB")?.trim().parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::path::Path;
+    use std::time::Instant;
+
+    use super::*;
+
+    fn job(path: &Path, name: &str) -> ParseJob {
+        ParseJob {
+            path: path.to_path_buf(),
+            name: name.into(),
+            content_type: String::new(),
+            chunking: ChunkingParams::default(),
+            limits: ParseLimits::default(),
+        }
+    }
+
+    /// A stand-in worker: `sh -c SCRIPT sh ARGS…`, with a 16 MiB budget.
+    fn script(script: &str, args: &[&str]) -> Isolation {
+        let mut all = vec!["-c".to_owned(), script.to_owned(), "sh".to_owned()];
+        all.extend(args.iter().map(|a| (*a).to_owned()));
+        Isolation::ChildProcess(WorkerCommand {
+            program: "/bin/sh".into(),
+            args: all,
+            memory_limit_bytes: 16 * MIB,
+        })
+    }
+
+    async fn run(isolation: &Isolation, budget: Duration) -> Result<Processed, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("guide.md");
+        std::fs::write(&path, "# Pump\n\nPrime it.").unwrap();
+        parse_isolated(isolation, job(&path, "guide.md"), budget).await
+    }
+
+    /// Runs the worker side in this process (without the memory limit, which would bind the
+    /// whole test run) on the request the parent would send.
+    fn serve_here(job: ParseJob) -> Vec<u8> {
+        let command = WorkerCommand {
+            program: "quire".into(),
+            args: Vec::new(),
+            memory_limit_bytes: 16 * MIB,
+        };
+        let request = request_bytes(&command, job, Duration::from_secs(300)).unwrap();
+        let mut limited = None;
+        let mut out = Vec::new();
+        serve_request(request.as_slice(), &mut out, |budgets| {
+            limited = Some(budgets);
+            Ok(())
+        })
+        .unwrap();
+        let expected = Budgets {
+            memory_bytes: 16 * MIB,
+            cpu_seconds: 601,
+        };
+        assert_eq!(limited, Some(expected), "the budgets reach the worker");
+        out
+    }
+
+    fn exited_ok() -> ExitStatus {
+        std::os::unix::process::ExitStatusExt::from_raw(0)
+    }
+
+    #[test]
+    fn the_workers_answers_match_in_process_parsing() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("good");
+        std::fs::write(&good, "# Pump\n\nPrime it.\n\x0c## Valve\n\nClose it.").unwrap();
+        let expected = process_file(
+            &good,
+            "a.md",
+            "",
+            ChunkingParams::default(),
+            &ParseLimits::default(),
+        )
+        .unwrap();
+        let answer = serve_here(job(&good, "a.md"));
+        assert_eq!(interpret(16 * MIB, exited_ok(), &answer, b""), Ok(expected));
+
+        let rtf = dir.path().join("rtf");
+        std::fs::write(&rtf, "{\\rtf1 hello}").unwrap();
+        let answer = serve_here(job(&rtf, "a.rtf"));
+        let error = interpret(16 * MIB, exited_ok(), &answer, b"").unwrap_err();
+        assert!(error.contains("RTF document is not supported"), "{error}");
+
+        let answer = serve_here(job(&dir.path().join("missing"), "a.md"));
+        assert_eq!(
+            interpret(16 * MIB, exited_ok(), &answer, b""),
+            Err("the stored original file could not be read".into())
+        );
+    }
+
+    #[test]
+    fn a_request_the_worker_cannot_read_is_an_error_not_an_answer() {
+        let mut out = Vec::new();
+        let result = serve_request(&b"{\"job\": 1}"[..], &mut out, |_| Ok(()));
+        assert!(matches!(result, Err(WorkerError::Request(_))), "{result:?}");
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn the_virtual_size_is_read_from_proc_status() {
+        let status = "Name:\tquire\nVmPeak:\t  99999 kB\nVmSize:\t   12345 kB\nVmLck:\t 0 kB\n";
+        assert_eq!(virtual_size(status), Some(12345 * 1024));
+        assert_eq!(virtual_size("Name:\tquire\n"), None);
+        let own = std::fs::read_to_string("/proc/self/status").unwrap();
+        assert!(virtual_size(&own).unwrap() > MIB);
+    }
+
+    #[test]
+    fn only_the_stderr_tail_is_kept() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let long: Vec<u8> = (0..100_000_u32).map(|i| (i % 251) as u8).collect();
+        let tail = runtime.block_on(read_tail(Some(long.as_slice()), 1000));
+        assert_eq!(tail, &long[long.len() - 1000..]);
+    }
+
+    #[tokio::test]
+    async fn a_well_formed_answer_is_the_documents_result() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("good");
+        std::fs::write(&good, "Plain words.").unwrap();
+        let answer = String::from_utf8(serve_here(job(&good, "a.txt"))).unwrap();
+        let isolation = script("cat >/dev/null; printf '%s' \"$1\"", &[&answer]);
+        let processed = run(&isolation, Duration::from_secs(10)).await.unwrap();
+        assert_eq!(processed.chunks[0].content, "Plain words.");
+    }
+
+    #[tokio::test]
+    async fn a_hung_worker_is_killed_and_reaped_at_the_time_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let isolation = script(
+            "echo $$ > \"$1\"; exec sleep 60",
+            &[pid_file.to_str().unwrap()],
+        );
+        let started = Instant::now();
+        let error = run(&isolation, Duration::from_secs(1)).await.unwrap_err();
+        assert_eq!(error, "processing took longer than the 1-second limit");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        let pid = std::fs::read_to_string(&pid_file).unwrap();
+        let proc_entry = PathBuf::from(format!("/proc/{}", pid.trim()));
+        assert!(
+            !proc_entry.exists(),
+            "the worker {} is still there",
+            pid.trim()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_worker_that_dies_without_answering_is_a_crash() {
+        for body in [
+            "kill -SEGV $$",
+            "echo 'thread panicked' >&2; exit 3",
+            "cat >/dev/null",
+        ] {
+            let error = run(&script(body, &[]), Duration::from_secs(10))
+                .await
+                .unwrap_err();
+            assert_eq!(error, CRASHED, "{body}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_malformed_answer_is_a_crash() {
+        for body in [
+            "cat >/dev/null; echo garbage",
+            "cat >/dev/null; printf '{\"processed\": {\"chunks\": ['",
+            "cat >/dev/null; echo '{\"failed\": {\"message\": 1}}'",
+        ] {
+            let error = run(&script(body, &[]), Duration::from_secs(10))
+                .await
+                .unwrap_err();
+            assert_eq!(error, CRASHED, "{body}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_failed_allocation_is_reported_as_the_memory_limit() {
+        let body = "ulimit -c 0; cat >/dev/null; \
+                    echo 'memory allocation of 1000 bytes failed' >&2; kill -ABRT $$";
+        let error = run(&script(body, &[]), Duration::from_secs(10))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error,
+            "processing this file needed more than the 16 MiB memory limit"
+        );
+
+        // A failure the worker saw coming (reading the file) is answered instead.
+        let body = "cat >/dev/null; echo '\"out_of_memory\"'";
+        let error = run(&script(body, &[]), Duration::from_secs(10))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error,
+            "processing this file needed more than the 16 MiB memory limit"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_missing_worker_program_is_a_crash() {
+        let isolation = Isolation::ChildProcess(WorkerCommand {
+            program: "/nonexistent/quire".into(),
+            args: vec!["parse-worker".into()],
+            memory_limit_bytes: 0,
+        });
+        let error = run(&isolation, Duration::from_secs(10)).await.unwrap_err();
+        assert_eq!(error, CRASHED);
+    }
+
+    #[tokio::test]
+    async fn in_process_parsing_still_works() {
+        let processed = run(&Isolation::InProcess, Duration::from_secs(10))
+            .await
+            .unwrap();
+        assert_eq!(processed.chunks[0].section, "Pump");
+    }
+}
