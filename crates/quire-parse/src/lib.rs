@@ -1,6 +1,6 @@
 //! Quire's parsers: format detection from the bytes, and text extraction into [`Block`]s that
 //! know their page and heading path, for plain text (any common encoding), Markdown, HTML, CSV
-//! and TSV, DOCX, PPTX, XLSX, OpenDocument (ODT, ODP, ODS), and e-mail with its attachments. Pure and blocking: no
+//! and TSV, PDF, DOCX, PPTX, XLSX, OpenDocument (ODT, ODP, ODS), and e-mail with its attachments. Pure and blocking: no
 //! I/O beyond the bytes given, and every container is read under [`ParseLimits`].
 
 mod archive;
@@ -10,8 +10,11 @@ mod docx;
 mod email;
 mod encoding;
 mod epub;
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures;
 mod html;
 mod opendocument;
+mod pdf;
 mod pptx;
 mod spreadsheet;
 mod table;
@@ -27,8 +30,7 @@ pub use encoding::{Decoded, decode_text};
 pub use text::{Extracted, markdown, plain_text};
 
 /// Formats that can be parsed, for error messages.
-pub const SUPPORTED_FORMATS: &str =
-    "plain text, Markdown, HTML, CSV/TSV, DOCX, PPTX, XLSX, ODT, ODP, ODS, EPUB and e-mail (.eml)";
+pub const SUPPORTED_FORMATS: &str = "PDF, plain text, Markdown, HTML, CSV/TSV, DOCX, PPTX, XLSX, ODT, ODP, ODS, EPUB and e-mail (.eml)";
 
 /// Bounds on what one document may make the parser do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,6 +98,12 @@ pub enum ParseError {
     /// The file has no text to index.
     #[error("the document contains no text")]
     Empty,
+    /// A PDF whose pages are images without a text layer.
+    #[error(
+        "no extractable text; the file appears to be scanned (its pages are images without a \
+         text layer, and OCR is not enabled)"
+    )]
+    Scanned,
 }
 
 /// A parsed document.
@@ -141,7 +149,7 @@ pub(crate) fn parse_at_depth(
         Format::Epub => epub::parse(bytes, limits)?,
         Format::Email => email::parse(bytes, limits, depth)?,
         Format::EncryptedOffice => return Err(ParseError::Encrypted(format.describe().to_owned())),
-        Format::Pdf => return Err(ParseError::Unsupported("PDF document".into())),
+        Format::Pdf => pdf::parse(bytes, limits)?,
         Format::Unsupported(kind) => return Err(ParseError::Unsupported(kind.clone())),
     };
     limits.check_pages(

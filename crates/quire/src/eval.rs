@@ -1,6 +1,8 @@
 //! `quire eval parse DIR`: runs the parsers over every file below a directory and reports, per
 //! format, how many files parsed, failed with a reason, or crashed or hung (which must be
-//! none), with pages, text volume and parse speed.
+//! none), with pages, text volume and parse speed; for PDFs, per-page agreement with
+//! `pdftotext` (when installed; a yardstick only) by folder; for every format, pages that look
+//! garbled; and the peak memory of parsing one file.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -9,7 +11,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
-use quire_parse::{ParseLimits, ParsedDocument, detect_format, parse};
+use quire_parse::{Format, ParseLimits, ParsedDocument, detect_format, parse};
+
+use crate::text_quality::{
+    is_garbled, median, pdftotext_available, pdftotext_pages, peak_memory_bytes, reset_peak_memory,
+    token_f1,
+};
 
 /// Options of `quire eval parse`.
 #[derive(Debug, Args)]
@@ -25,6 +32,18 @@ pub struct ParseEvalArgs {
     /// Print every extracted block (page, section, text) of every file.
     #[arg(long)]
     dump: bool,
+    /// Skip the comparison of PDF pages with `pdftotext`.
+    #[arg(long)]
+    no_reference: bool,
+}
+
+/// Agreement with the reference for the PDFs of one folder.
+#[derive(Default)]
+struct PdfFolder {
+    files: usize,
+    pages: u64,
+    seconds: f64,
+    f1: Vec<f64>,
 }
 
 #[derive(Default)]
@@ -37,7 +56,15 @@ struct Tally {
     pages: u64,
     chars: u64,
     seconds: f64,
+    garbled_pages: u64,
     reasons: BTreeMap<String, usize>,
+}
+
+/// The file that needed the most memory, and the largest file.
+#[derive(Default)]
+struct MemoryReport {
+    peak: (u64, String),
+    largest: (u64, u64, String),
 }
 
 enum Outcome {
@@ -53,22 +80,32 @@ pub fn parse_dir(args: ParseEvalArgs) -> anyhow::Result<()> {
     collect(&args.dir, &mut files)
         .with_context(|| format!("could not read {}", args.dir.display()))?;
     files.sort();
+    let reference = !args.no_reference && pdftotext_available();
     let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
+    let mut pdf_folders: BTreeMap<String, PdfFolder> = BTreeMap::new();
+    let mut memory = MemoryReport::default();
     for path in &files {
         let bytes = std::fs::read(path)?;
+        let size = bytes.len() as u64;
         let name = path
             .file_name()
             .and_then(|n| n.to_str())
             .unwrap_or("")
             .to_owned();
-        let format: String = detect_format(&bytes, &name, "")
-            .describe()
-            .chars()
-            .take(40)
-            .collect();
+        let detected = detect_format(&bytes, &name, "");
+        let format: String = detected.describe().chars().take(40).collect();
+        reset_peak_memory();
         let started = Instant::now();
         let outcome = run_one(bytes, name, Duration::from_secs(args.timeout));
         let seconds = started.elapsed().as_secs_f64();
+        let peak = peak_memory_bytes();
+        let shown = short_path(path, &args.dir);
+        if peak > memory.peak.0 {
+            memory.peak = (peak, shown.clone());
+        }
+        if size >= memory.largest.0 {
+            memory.largest = (size, peak, shown.clone());
+        }
         if args.dump {
             dump(path, &outcome);
         }
@@ -79,10 +116,27 @@ pub fn parse_dir(args: ParseEvalArgs) -> anyhow::Result<()> {
             Outcome::Parsed(doc) => {
                 let pages = doc.page_count;
                 let chars: usize = doc.blocks.iter().map(|b| b.text.chars().count()).sum();
+                let texts = page_texts(&doc);
+                let garbled = texts.iter().filter(|t| is_garbled(t)).count();
+                tally.garbled_pages += garbled as u64;
+                if detected == Format::Pdf {
+                    let folder = pdf_folders.entry(folder_of(path)).or_default();
+                    folder.files += 1;
+                    folder.pages += u64::from(pages);
+                    folder.seconds += seconds;
+                    if reference {
+                        folder.f1.extend(agreement(path, &texts));
+                    }
+                }
                 tally.parsed += 1;
                 tally.pages += u64::from(pages);
                 tally.chars += chars as u64;
-                format!("ok       {pages:>4} pages {chars:>8} chars")
+                let note = if garbled > 0 {
+                    format!(", {garbled} garbled")
+                } else {
+                    String::new()
+                };
+                format!("ok       {pages:>4} pages {chars:>8} chars{note}")
             }
             Outcome::Failed(reason) => {
                 tally.failed += 1;
@@ -109,12 +163,21 @@ pub fn parse_dir(args: ParseEvalArgs) -> anyhow::Result<()> {
         }
     }
     println!(
-        "\n{:<44} {:>5} {:>6} {:>6} {:>7} {:>4} {:>6} {:>10} {:>9}",
-        "format", "files", "parsed", "failed", "crashed", "hung", "pages", "chars", "pages/s"
+        "\n{:<44} {:>5} {:>6} {:>6} {:>7} {:>4} {:>6} {:>10} {:>9} {:>7}",
+        "format",
+        "files",
+        "parsed",
+        "failed",
+        "crashed",
+        "hung",
+        "pages",
+        "chars",
+        "pages/s",
+        "garbled"
     );
     for (format, t) in &tallies {
         println!(
-            "{:<44} {:>5} {:>6} {:>6} {:>7} {:>4} {:>6} {:>10} {:>9.0}",
+            "{:<44} {:>5} {:>6} {:>6} {:>7} {:>4} {:>6} {:>10} {:>9.0} {:>7}",
             format,
             t.files,
             t.parsed,
@@ -123,9 +186,19 @@ pub fn parse_dir(args: ParseEvalArgs) -> anyhow::Result<()> {
             t.hung,
             t.pages,
             t.chars,
-            t.pages as f64 / t.seconds.max(1e-9)
+            t.pages as f64 / t.seconds.max(1e-9),
+            t.garbled_pages
         );
     }
+    print_pdf_folders(&mut pdf_folders, reference);
+    println!(
+        "\npeak memory of one parse: {:.0} MiB ({}); largest file: {} ({:.1} MiB) at {:.0} MiB",
+        mib(memory.peak.0),
+        memory.peak.1,
+        memory.largest.2,
+        mib(memory.largest.0),
+        mib(memory.largest.1)
+    );
     println!("\nfailure reasons:");
     for (format, t) in &tallies {
         for (reason, n) in &t.reasons {
@@ -133,6 +206,84 @@ pub fn parse_dir(args: ParseEvalArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+fn print_pdf_folders(folders: &mut BTreeMap<String, PdfFolder>, reference: bool) {
+    if folders.is_empty() {
+        return;
+    }
+    let heading = if reference {
+        "median page F1 vs pdftotext"
+    } else {
+        "(pdftotext not run)"
+    };
+    println!(
+        "\n{:<20} {:>6} {:>6} {:>9} {:>10}  {heading}",
+        "PDF folder", "files", "pages", "pages/s", "F1 pages"
+    );
+    for (folder, f) in folders.iter_mut() {
+        let f1 = median(&mut f.f1);
+        println!(
+            "{:<20} {:>6} {:>6} {:>9.0} {:>10}  {}",
+            folder,
+            f.files,
+            f.pages,
+            f.pages as f64 / f.seconds.max(1e-9),
+            f.f1.len(),
+            if reference {
+                format!("{f1:.3}")
+            } else {
+                "-".into()
+            }
+        );
+    }
+}
+
+/// The text of each page, in page order (pages without blocks are empty).
+fn page_texts(doc: &ParsedDocument) -> Vec<String> {
+    let mut pages = vec![String::new(); doc.page_count as usize];
+    for block in &doc.blocks {
+        if let Some(page) = pages.get_mut(block.page.saturating_sub(1) as usize) {
+            page.push_str(&block.text);
+            page.push('\n');
+        }
+    }
+    pages
+}
+
+/// Per-page token F1 against `pdftotext` over the pages that have a text layer (at least
+/// 20 words in the reference); none when the reference cannot read the file.
+fn agreement(path: &Path, ours: &[String]) -> Vec<f64> {
+    let Some(reference) = pdftotext_pages(path) else {
+        return Vec::new();
+    };
+    reference
+        .iter()
+        .enumerate()
+        .filter(|(_, page)| word_count(page) >= MIN_REFERENCE_WORDS)
+        .map(|(i, page)| token_f1(ours.get(i).map_or("", String::as_str), page))
+        .collect()
+}
+
+/// Reference pages with fewer words are image-only or nearly blank and say nothing about
+/// extraction quality.
+const MIN_REFERENCE_WORDS: usize = 20;
+
+fn word_count(text: &str) -> usize {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|t| !t.is_empty())
+        .count()
+}
+
+fn folder_of(path: &Path) -> String {
+    path.parent()
+        .and_then(|p| p.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
 }
 
 /// Parses on a separate thread so a panic or a hang is reported instead of stopping the run.

@@ -7,6 +7,7 @@ pub mod cli;
 pub mod config;
 pub mod eval;
 pub mod keys;
+mod text_quality;
 
 pub use app::{App, build, open_store};
 pub use config::Config;

@@ -12,7 +12,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const ENGINES: &[&str] = &["pdf_oxide", "pdf-extract", "lopdf", "oxidize-pdf"];
+const ENGINES: &[&str] = &[
+    "pdf_oxide",
+    "lopdf+pdf_oxide",
+    "pdf-extract",
+    "lopdf",
+    "oxidize-pdf",
+];
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -49,6 +55,10 @@ fn extract(engine: &str, bytes: &[u8]) -> Result<Vec<String>, String> {
                 .map(|i| doc.extract_text(i).map_err(|e| e.to_string()))
                 .collect()
         }
+        "lopdf+pdf_oxide" => {
+            let bytes = decrypt_with_lopdf(bytes)?;
+            extract("pdf_oxide", &bytes)
+        }
         "pdf-extract" => {
             pdf_extract::extract_text_from_mem_by_pages(bytes).map_err(|e| e.to_string())
         }
@@ -80,6 +90,23 @@ fn extract(engine: &str, bytes: &[u8]) -> Result<Vec<String>, String> {
     }
 }
 
+/// Encrypted files: lopdf tries the empty user password and writes an unencrypted copy.
+fn decrypt_with_lopdf(bytes: &[u8]) -> Result<Vec<u8>, String> {
+    if !bytes.windows(8).any(|w| w == b"/Encrypt") {
+        return Ok(bytes.to_vec());
+    }
+    let mut doc = match lopdf::Document::load_mem(bytes) {
+        Ok(doc) => doc,
+        Err(e) => return Err(format!("lopdf: {e}")),
+    };
+    if doc.is_encrypted() {
+        doc.decrypt("").map_err(|e| format!("locked: {e}"))?;
+    }
+    let mut out = Vec::new();
+    doc.save_to(&mut out).map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
 fn peak_memory_kb() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -102,6 +129,8 @@ struct Stats {
     seconds: f64,
     peak_kb: u64,
     f1_by_folder: BTreeMap<String, Vec<f64>>,
+    /// Page F1s by file, to compare engines on the files every engine opened.
+    f1_by_file: HashMap<PathBuf, Vec<f64>>,
     garbled_pages: usize,
 }
 
@@ -148,10 +177,12 @@ fn compare(dir: &Path, timeout: u64) {
                                 continue;
                             }
                             let got = pages.get(i).map(String::as_str).unwrap_or("");
+                            let score = f1(expected, got);
                             s.f1_by_folder
                                 .entry(folder.clone())
                                 .or_default()
-                                .push(f1(expected, got));
+                                .push(score);
+                            s.f1_by_file.entry(file.clone()).or_default().push(score);
                         }
                     }
                 }
@@ -167,11 +198,18 @@ fn compare(dir: &Path, timeout: u64) {
         all.dedup();
         all
     };
+    let common: Vec<&PathBuf> = files
+        .iter()
+        .filter(|f| ENGINES.iter().all(|e| stats[e].f1_by_file.contains_key(*f)))
+        .collect();
     print!("| engine | files | ok | errors | crashes | timeouts |");
     for f in &folders {
         print!(" median F1 {f} |");
     }
-    println!(" pages/s | garbled pages | peak RSS |");
+    println!(
+        " median F1 on the {} files all engines read | pages/s | garbled pages | peak RSS |",
+        common.len()
+    );
     for engine in ENGINES {
         let s = &stats[engine];
         print!(
@@ -184,6 +222,11 @@ fn compare(dir: &Path, timeout: u64) {
                 None => print!(" - |"),
             }
         }
+        let on_common: Vec<f64> = common
+            .iter()
+            .flat_map(|f| s.f1_by_file[*f].iter().copied())
+            .collect();
+        print!(" {:.3} (n={}) |", median(&on_common), on_common.len());
         println!(
             " {:.0} | {} | {} MiB |",
             s.pages as f64 / s.seconds.max(1e-9),

@@ -7,6 +7,8 @@ mod errors;
 mod fixtures;
 mod formats;
 mod helpers;
+mod isolation;
+mod pdf;
 mod rate_limits;
 mod scope;
 mod search;

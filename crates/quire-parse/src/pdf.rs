@@ -1,0 +1,307 @@
+//! PDF, read with `pdf_oxide` (chosen by measurement: see `docs/parsing.md`). One page per PDF
+//! page, numbered from 1 in the PDF's page order. Sections come from the outline (bookmarks): a
+//! bookmark's title starts its section on the page it points to, at the line where the title
+//! appears (or at the top of the page when it cannot be found there).
+//!
+//! Encrypted files are opened by `lopdf` with the empty user password (many "protected" PDFs
+//! only restrict printing or copying) and handed on decrypted; `pdf_oxide`'s own decryption
+//! left some of those locked and reported others as empty, which would have turned them into
+//! "scanned" documents. Files that need a real password fail as encrypted; files without a
+//! text layer fail as scanned instead of becoming empty documents.
+
+use std::borrow::Cow;
+
+use pdf_oxide::PdfDocument;
+use pdf_oxide::outline::{Destination, OutlineItem};
+
+use crate::blocks::BlockBuilder;
+use crate::{Extracted, ParseError, ParseLimits};
+
+const WHAT: &str = "PDF document";
+
+/// Below this many visible characters per page on average, a file whose nearly empty pages
+/// carry images is taken as scanned: page numbers, a running header or a stamp are all an
+/// image-only scan usually carries as text.
+const MIN_CHARS_PER_PAGE: usize = 16;
+
+/// Extracts the text of a PDF page by page.
+pub(crate) fn parse(bytes: &[u8], limits: &ParseLimits) -> Result<Extracted, ParseError> {
+    if is_truncated(bytes) {
+        return Err(malformed(
+            "the file is truncated (it does not end with the %%EOF marker)",
+        ));
+    }
+    let bytes = unlock(bytes)?;
+    let doc = PdfDocument::from_bytes(bytes.into_owned()).map_err(|e| open_error(&e))?;
+    if doc.is_encrypted() && !doc.is_authenticated() {
+        return Err(ParseError::Encrypted(WHAT.into()));
+    }
+    let pages = doc.page_count().map_err(|e| open_error(&e))?;
+    if pages == 0 {
+        return Err(malformed("it has no pages"));
+    }
+    limits.check_pages("the PDF document", pages, "pages")?;
+    let bookmarks = bookmarks(&doc);
+
+    let mut out = BlockBuilder::new();
+    let mut visible = 0usize;
+    let mut unreadable = 0usize;
+    let mut sparse_pages = Vec::new();
+    for index in 0..pages {
+        out.force_page(index as u32 + 1);
+        let Ok(text) = doc.extract_text(index) else {
+            unreadable += 1;
+            continue;
+        };
+        let on_page = text.chars().filter(|c| !c.is_whitespace()).count();
+        visible += on_page;
+        if on_page < MIN_CHARS_PER_PAGE {
+            sparse_pages.push(index);
+        }
+        let marks: Vec<&Bookmark> = bookmarks.iter().filter(|b| b.page == index).collect();
+        push_page(&mut out, &text, &marks);
+    }
+    if unreadable == pages {
+        return Err(malformed("no page could be read"));
+    }
+    if visible < MIN_CHARS_PER_PAGE * (pages - unreadable) {
+        // Little text: scanned when the nearly empty pages carry images, otherwise simply a
+        // short (or empty) document.
+        let has_images = |page: &usize| {
+            doc.page_image_handles(*page)
+                .is_ok_and(|images| !images.is_empty())
+        };
+        if sparse_pages.iter().any(has_images) {
+            return Err(ParseError::Scanned);
+        }
+        if visible == 0 {
+            return Err(ParseError::Empty);
+        }
+    }
+    let (blocks, _) = out.finish();
+    Ok(Extracted {
+        blocks,
+        page_count: pages as u32,
+    })
+}
+
+/// The bytes to read: the file itself, or a decrypted copy when it is encrypted and opens with
+/// the empty password. Only files that declare encryption pay for the second parse.
+fn unlock(bytes: &[u8]) -> Result<Cow<'_, [u8]>, ParseError> {
+    if find(bytes, b"/Encrypt").is_none() {
+        return Ok(Cow::Borrowed(bytes));
+    }
+    // `load_mem` already applies the empty user password when it opens the file.
+    let Ok(mut doc) = lopdf::Document::load_mem(bytes) else {
+        // lopdf is stricter about damaged files than pdf_oxide; let pdf_oxide try, and its
+        // authentication check still stops a locked file.
+        return Ok(Cow::Borrowed(bytes));
+    };
+    if !doc.is_encrypted() && !doc.was_encrypted() {
+        return Ok(Cow::Borrowed(bytes));
+    }
+    if doc.is_encrypted() && doc.decrypt("").is_err() {
+        return Err(ParseError::Encrypted(WHAT.into()));
+    }
+    let mut decrypted = Vec::with_capacity(bytes.len());
+    doc.save_to(&mut decrypted)
+        .map_err(|e| malformed(&format!("it could not be decrypted ({e})")))?;
+    Ok(Cow::Owned(decrypted))
+}
+
+/// A complete PDF ends with `%%EOF` (readers allow some trailing bytes after it). The engine
+/// can rebuild a cut file's structure and would then report the lost pages as empty, so the
+/// file is refused instead of indexed in part.
+fn is_truncated(bytes: &[u8]) -> bool {
+    let tail = &bytes[bytes.len().saturating_sub(TAIL_BYTES)..];
+    find(tail, b"%%EOF").is_none()
+}
+
+/// How far from the end `%%EOF` may be (pdf.js and PDFBox look at the last kilobyte).
+const TAIL_BYTES: usize = 1024;
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+fn open_error(error: &pdf_oxide::Error) -> ParseError {
+    let detail = error.to_string();
+    let lower = detail.to_ascii_lowercase();
+    if lower.contains("encrypt") || lower.contains("password") {
+        ParseError::Encrypted(WHAT.into())
+    } else {
+        malformed(&detail)
+    }
+}
+
+fn malformed(detail: &str) -> ParseError {
+    ParseError::Malformed {
+        format: WHAT.into(),
+        detail: detail.to_owned(),
+    }
+}
+
+/// A bookmark with its depth (1 = top) and its 0-based page.
+struct Bookmark {
+    level: usize,
+    title: String,
+    page: usize,
+}
+
+fn bookmarks(doc: &PdfDocument) -> Vec<Bookmark> {
+    let mut out = Vec::new();
+    if let Ok(Some(outline)) = doc.get_outline() {
+        flatten(&outline, 1, &mut out);
+    }
+    out
+}
+
+fn flatten(items: &[OutlineItem], level: usize, out: &mut Vec<Bookmark>) {
+    for item in items {
+        if let Some(Destination::PageIndex(page)) = item.dest {
+            let title = normalize(&item.title);
+            if !title.is_empty() {
+                out.push(Bookmark { level, title, page });
+            }
+        }
+        flatten(&item.children, level + 1, out);
+    }
+}
+
+fn normalize(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Adds one page's text: paragraphs split at blank lines, sections switched where the page's
+/// bookmark titles appear.
+fn push_page(out: &mut BlockBuilder, text: &str, marks: &[&Bookmark]) {
+    let lines: Vec<(&str, String)> = text.lines().map(|l| (l, normalize(l))).collect();
+    let starts_line = |mark: &Bookmark, line: &str| {
+        line.len() >= mark.title.len()
+            && line.is_char_boundary(mark.title.len())
+            && line[..mark.title.len()].eq_ignore_ascii_case(&mark.title)
+    };
+    // Bookmarks whose title is not on the page start their section at its top.
+    let mut pending: Vec<&Bookmark> = Vec::new();
+    for mark in marks {
+        if lines.iter().any(|(_, l)| starts_line(mark, l)) {
+            pending.push(mark);
+        } else {
+            out.heading(mark.level, &mark.title);
+        }
+    }
+    for (line, normalized) in &lines {
+        if let Some(pos) = pending.iter().position(|m| starts_line(m, normalized)) {
+            let mark = pending.remove(pos);
+            out.heading(mark.level, &mark.title);
+            if normalized.len() == mark.title.len() {
+                continue;
+            }
+        }
+        if normalized.is_empty() {
+            out.end_block();
+        } else {
+            out.push_line(line.trim());
+        }
+    }
+    out.end_block();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::{encrypted_pdf, image_only_pdf, pdf};
+
+    fn shape(doc: &Extracted) -> Vec<(u32, &str)> {
+        doc.blocks
+            .iter()
+            .map(|b| (b.page, b.section.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn pages_and_outline_sections() {
+        let bytes = pdf(&[
+            (
+                "Introduction\nPumps move water through the plant every day of the year.",
+                Some("Introduction"),
+            ),
+            (
+                "Maintenance\nReplace the mechanical seal every two years without fail.",
+                Some("Maintenance"),
+            ),
+            ("Notes on the seal kit and where to order it from.", None),
+        ]);
+        let doc = parse(&bytes, &ParseLimits::default()).unwrap();
+        assert_eq!(doc.page_count, 3);
+        assert_eq!(
+            shape(&doc),
+            vec![(1, "Introduction"), (2, "Maintenance"), (3, "Maintenance")]
+        );
+        assert!(doc.blocks[1].text.contains("mechanical seal"), "{doc:?}");
+        assert!(!doc.blocks[1].text.starts_with("Maintenance"), "{doc:?}");
+    }
+
+    #[test]
+    fn empty_user_password_files_open_and_others_fail_as_encrypted() {
+        let plain = pdf(&[("The valve must be closed before the pump starts.", None)]);
+        let open = encrypted_pdf(&plain, "");
+        assert!(find(&open, b"/Encrypt").is_some());
+        let doc = parse(&open, &ParseLimits::default()).unwrap();
+        assert!(
+            doc.blocks[0].text.contains("valve must be closed"),
+            "{doc:?}"
+        );
+
+        let locked = encrypted_pdf(&plain, "secret");
+        let err = parse(&locked, &ParseLimits::default()).unwrap_err();
+        assert_eq!(err, ParseError::Encrypted(WHAT.into()));
+    }
+
+    #[test]
+    fn image_only_pdfs_are_reported_as_scanned() {
+        let err = parse(&image_only_pdf(2), &ParseLimits::default()).unwrap_err();
+        assert_eq!(err, ParseError::Scanned);
+        assert!(
+            err.to_string()
+                .contains("no extractable text; the file appears to be scanned")
+        );
+    }
+
+    #[test]
+    fn short_text_without_images_is_not_mistaken_for_a_scan() {
+        let doc = parse(&pdf(&[("Secret!", None)]), &ParseLimits::default()).unwrap();
+        assert_eq!(doc.blocks[0].text, "Secret!");
+        let blank = parse(&pdf(&[("", None), ("", None)]), &ParseLimits::default());
+        assert_eq!(blank.unwrap_err(), ParseError::Empty);
+    }
+
+    #[test]
+    fn truncated_pdfs_fail_with_a_reason() {
+        let bytes = pdf(&[("Some text on the only page of this document.", None)]);
+        for cut in [40, bytes.len() / 2] {
+            let err = parse(&bytes[..cut], &ParseLimits::default()).unwrap_err();
+            assert!(
+                matches!(err, ParseError::Malformed { .. }),
+                "{cut}: {err:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn page_limit_counts_pdf_pages() {
+        let bytes = pdf(&[
+            ("One page of text here.", None),
+            ("And a second page.", None),
+        ]);
+        let limits = ParseLimits {
+            max_pages: 1,
+            ..ParseLimits::default()
+        };
+        let err = parse(&bytes, &limits).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the PDF document has 2 pages, more than the limit of 1"
+        );
+    }
+}
