@@ -548,11 +548,11 @@ mod tests {
         let answer = serve_here(job(&good, "a.md"));
         assert_eq!(interpret(16 * MIB, exited_ok(), &answer, b""), Ok(expected));
 
-        let rtf = dir.path().join("rtf");
-        std::fs::write(&rtf, "{\\rtf1 hello}").unwrap();
-        let answer = serve_here(job(&rtf, "a.rtf"));
+        let image = dir.path().join("png");
+        std::fs::write(&image, b"\x89PNG\r\n\x1a\nrest").unwrap();
+        let answer = serve_here(job(&image, "a.png"));
         let error = interpret(16 * MIB, exited_ok(), &answer, b"").unwrap_err();
-        assert!(error.contains("RTF document is not supported"), "{error}");
+        assert!(error.contains("PNG image is not supported"), "{error}");
 
         let answer = serve_here(job(&dir.path().join("missing"), "a.md"));
         assert_eq!(

@@ -82,8 +82,8 @@ mod tests {
 
     #[test]
     fn failures_explain_themselves() {
-        let rtf = run("a.rtf", b"{\\rtf1 hello}").unwrap_err().to_string();
-        assert!(rtf.contains("RTF document is not supported"), "{rtf}");
+        let image = run("a.png", b"\x89PNG\r\n\x1a\n").unwrap_err().to_string();
+        assert!(image.contains("PNG image is not supported"), "{image}");
         assert!(matches!(
             run("a.txt", b" \n\n \t"),
             Err(ProcessingError::Parse(ParseError::Empty))

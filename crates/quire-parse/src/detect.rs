@@ -37,6 +37,8 @@ pub enum Format {
     PlainText,
     /// An e-mail message (RFC 5322, `.eml`).
     Email,
+    /// Rich Text Format.
+    Rtf,
     /// A password-protected DOCX, XLSX or PPTX (stored as an OLE container).
     EncryptedOffice,
     /// Something Quire does not read; the text names it for people.
@@ -61,6 +63,7 @@ impl Format {
             Self::Markdown => "Markdown document",
             Self::PlainText => "text file",
             Self::Email => "e-mail message",
+            Self::Rtf => "RTF document",
             Self::EncryptedOffice => "Office document (DOCX, XLSX or PPTX)",
             Self::Unsupported(kind) => kind,
         }
@@ -96,6 +99,9 @@ pub fn detect_format(bytes: &[u8], name: &str, declared_type: &str) -> Format {
             "legacy Microsoft Office document (.doc, .xls or .ppt); save it as .docx, .xlsx or .pptx"
                 .into()
         });
+    }
+    if head.starts_with(b"{\\rtf") {
+        return Format::Rtf;
     }
     if let Some(kind) = binary_kind(head) {
         return Format::Unsupported(kind.to_owned());
@@ -195,6 +201,7 @@ pub fn guess_content_type(name: &str) -> &'static str {
         Some("odp") => "application/vnd.oasis.opendocument.presentation",
         Some("epub") => "application/epub+zip",
         Some("eml") => "message/rfc822",
+        Some("rtf") => "application/rtf",
         _ => "application/octet-stream",
     }
 }
@@ -206,7 +213,6 @@ fn extension(name: &str) -> Option<String> {
 
 fn binary_kind(head: &[u8]) -> Option<&'static str> {
     const MAGIC: &[(&[u8], &str)] = &[
-        (b"{\\rtf", "RTF document"),
         (b"\x89PNG\r\n\x1a\n", "PNG image"),
         (b"\xFF\xD8\xFF", "JPEG image"),
         (b"GIF87a", "GIF image"),

@@ -1,6 +1,6 @@
 //! Quire's parsers: format detection from the bytes, and text extraction into [`Block`]s that
 //! know their page and heading path, for plain text (any common encoding), Markdown, HTML, CSV
-//! and TSV, PDF, DOCX, PPTX, XLSX, OpenDocument (ODT, ODP, ODS), and e-mail with its attachments. Pure and blocking: no
+//! and TSV, PDF, DOCX, PPTX, XLSX, OpenDocument (ODT, ODP, ODS), RTF, and e-mail with its attachments. Pure and blocking: no
 //! I/O beyond the bytes given, and every container is read under [`ParseLimits`].
 
 mod archive;
@@ -16,6 +16,7 @@ mod html;
 mod opendocument;
 mod pdf;
 mod pptx;
+mod rtf;
 mod spreadsheet;
 mod table;
 mod tabular;
@@ -30,7 +31,7 @@ pub use encoding::{Decoded, decode_text};
 pub use text::{Extracted, markdown, plain_text};
 
 /// Formats that can be parsed, for error messages.
-pub const SUPPORTED_FORMATS: &str = "PDF, plain text, Markdown, HTML, CSV/TSV, DOCX, PPTX, XLSX, ODT, ODP, ODS, EPUB and e-mail (.eml)";
+pub const SUPPORTED_FORMATS: &str = "PDF, plain text, Markdown, HTML, CSV/TSV, DOCX, PPTX, XLSX, ODT, ODP, ODS, EPUB, RTF and e-mail (.eml)";
 
 /// Bounds on what one document may make the parser do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,6 +149,7 @@ pub(crate) fn parse_at_depth(
         Format::Odp => opendocument::parse(bytes, true, limits)?,
         Format::Epub => epub::parse(bytes, limits)?,
         Format::Email => email::parse(bytes, limits, depth)?,
+        Format::Rtf => rtf::parse(bytes)?,
         Format::EncryptedOffice => return Err(ParseError::Encrypted(format.describe().to_owned())),
         Format::Pdf => pdf::parse(bytes, limits)?,
         Format::Unsupported(kind) => return Err(ParseError::Unsupported(kind.clone())),
@@ -187,10 +189,10 @@ mod tests {
 
     #[test]
     fn unsupported_formats_name_themselves() {
-        let err = parse(b"{\\rtf1 hi}", "a.rtf", "", &ParseLimits::default()).unwrap_err();
+        let err = parse(b"\x89PNG\r\n\x1a\n", "a.png", "", &ParseLimits::default()).unwrap_err();
         assert!(
             err.to_string()
-                .starts_with("unsupported format: RTF document is not supported"),
+                .starts_with("unsupported format: PNG image is not supported"),
             "{err}"
         );
     }

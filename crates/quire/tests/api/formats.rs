@@ -54,6 +54,7 @@ async fn office_web_and_mail_formats_keep_sections_and_pages() {
     let page = b"<html><body><h1>Guide</h1><h2>Cleaning</h2><p>Use a soft brush.</p></body></html>";
     let csv = b"city;population\nLyon;522000\n";
     let mail = b"From: Ann <ann@example.com>\r\nTo: bob@example.com\r\nSubject: Valve test\r\nDate: Mon, 1 Jan 2024 10:00:00 +0000\r\n\r\nThe pressure valve held at 12 bar.\r\n";
+    let rtf = br"{\rtf1\ansi{\fonttbl{\f0 Arial;}}{\pard\outlinelevel0 Boiler\par}{\pard Bleed the radiators in Caf\'e9 season.\par}\page{\pard Check the flue.\par}}";
     let uploads: Vec<(&str, Vec<u8>)> = vec![
         ("manual.docx", word),
         ("plan.pptx", slides),
@@ -61,6 +62,7 @@ async fn office_web_and_mail_formats_keep_sections_and_pages() {
         ("guide.html", page.to_vec()),
         ("cities.csv", csv.to_vec()),
         ("test.eml", mail.to_vec()),
+        ("memo.rtf", rtf.to_vec()),
     ];
     let mut ids = Vec::new();
     for (name, bytes) in &uploads {
@@ -74,7 +76,7 @@ async fn office_web_and_mail_formats_keep_sections_and_pages() {
         }
         pages
     };
-    assert_eq!(pages, vec![2, 2, 2, 1, 1, 1]);
+    assert_eq!(pages, vec![2, 2, 2, 1, 1, 1, 2]);
 
     let gasket = hits(&server, &key, "gasket").await;
     assert_eq!(gasket[0].0, "manual.docx");
@@ -98,6 +100,18 @@ async fn office_web_and_mail_formats_keep_sections_and_pages() {
     assert_eq!(lyon[0].3, "city: Lyon; population: 522000");
     let valve = hits(&server, &key, "pressure valve").await;
     assert_eq!(valve[0].0, "test.eml");
+    let radiators = hits(&server, &key, "radiators").await;
+    assert_eq!(
+        (
+            radiators[0].0.as_str(),
+            radiators[0].1.as_str(),
+            radiators[0].2
+        ),
+        ("memo.rtf", "Boiler", 1)
+    );
+    assert!(radiators[0].3.contains("Café season"), "{radiators:?}");
+    let flue = hits(&server, &key, "flue").await;
+    assert_eq!((flue[0].1.as_str(), flue[0].2), ("Boiler", 2));
     let header = hits(&server, &key, "Subject valve").await;
     assert!(
         header.iter().any(|h| h.3.contains("Subject: Valve test")),
