@@ -1,0 +1,80 @@
+//! The local embedder: a model directory loaded once, texts embedded on the CPU.
+
+use std::path::{Path, PathBuf};
+
+use crate::ModelError;
+use crate::bert::{Bert, BertConfig};
+use crate::tokenizer::WordPiece;
+
+/// sentence-transformers' window for all-MiniLM-L6-v2 (`sentence_bert_config.json`): longer
+/// inputs are cut, not split.
+const DEFAULT_MAX_TOKENS: usize = 256;
+
+/// A sentence embedder loaded from a model directory.
+#[derive(Debug)]
+pub struct LocalEmbedder {
+    tokenizer: WordPiece,
+    bert: Bert,
+    max_tokens: usize,
+    dimensions: usize,
+    name: String,
+}
+
+impl LocalEmbedder {
+    /// Loads `config.json`, `vocab.txt` and `model.safetensors` from `dir`; the window comes
+    /// from `sentence_bert_config.json` when present.
+    pub fn load(dir: &Path) -> Result<Self, ModelError> {
+        let config: BertConfig = serde_json::from_str(&read(&dir.join("config.json"))?)
+            .map_err(|e| ModelError::Config(e.to_string()))?;
+        let tokenizer = WordPiece::from_vocab(&read(&dir.join("vocab.txt"))?)
+            .map_err(|e| ModelError::Config(e.to_string()))?;
+        let bert = Bert::load(&dir.join("model.safetensors"), &config)?;
+        let max_tokens = std::fs::read_to_string(dir.join("sentence_bert_config.json"))
+            .ok()
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+            .and_then(|v| v["max_seq_length"].as_u64())
+            .map_or(DEFAULT_MAX_TOKENS, |n| n as usize)
+            .min(bert.max_positions());
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Ok(Self {
+            tokenizer,
+            bert,
+            max_tokens,
+            dimensions: config.hidden_size,
+            name,
+        })
+    }
+
+    /// Length of the vectors.
+    pub fn dimensions(&self) -> usize {
+        self.dimensions
+    }
+
+    /// The model directory's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Token ids of `text` as the model sees them (cut to the window).
+    pub fn token_ids(&self, text: &str) -> Vec<u32> {
+        self.tokenizer.encode(text, self.max_tokens)
+    }
+
+    /// The unit-length embedding of each text.
+    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError> {
+        texts
+            .iter()
+            .map(|text| self.bert.embed(&self.token_ids(text)))
+            .collect()
+    }
+}
+
+fn read(path: &PathBuf) -> Result<String, ModelError> {
+    std::fs::read_to_string(path).map_err(|source| ModelError::File {
+        path: path.clone(),
+        source,
+    })
+}
