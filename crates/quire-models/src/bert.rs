@@ -20,6 +20,9 @@ pub struct BertConfig {
     pub num_hidden_layers: usize,
     /// Attention heads per layer.
     pub num_attention_heads: usize,
+    /// Width of the feed-forward block (4 × hidden when absent).
+    #[serde(default)]
+    pub intermediate_size: Option<usize>,
     /// Longest input the position embeddings cover.
     pub max_position_embeddings: usize,
     /// LayerNorm epsilon.

@@ -5,6 +5,7 @@
 
 mod bert;
 mod local;
+pub mod throughput;
 pub mod tokenizer;
 
 pub use bert::BertConfig;

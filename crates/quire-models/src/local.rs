@@ -18,6 +18,7 @@ pub struct LocalEmbedder {
     max_tokens: usize,
     dimensions: usize,
     name: String,
+    config: BertConfig,
 }
 
 impl LocalEmbedder {
@@ -45,12 +46,18 @@ impl LocalEmbedder {
             max_tokens,
             dimensions: config.hidden_size,
             name,
+            config,
         })
     }
 
     /// Length of the vectors.
     pub fn dimensions(&self) -> usize {
         self.dimensions
+    }
+
+    /// The model's configuration.
+    pub fn config(&self) -> &BertConfig {
+        &self.config
     }
 
     /// The model directory's name.

@@ -12,7 +12,7 @@ use quire_core::{Permission, SystemClock};
 use tracing_subscriber::EnvFilter;
 
 use crate::config::{Config, Overrides};
-use crate::{bench, eval, keys};
+use crate::{bench, bench_embed, eval, keys};
 
 /// Quire: a self-hosted document knowledge base for AI agents.
 #[derive(Debug, Parser)]
@@ -115,6 +115,8 @@ enum EvalCommand {
 enum BenchCommand {
     /// Ingest documents through the real pipeline and time keyword searches.
     Search(bench::SearchBenchArgs),
+    /// Embedding throughput of the local model, against this machine's matrix-multiply rate.
+    Embed(bench_embed::EmbedBenchArgs),
 }
 
 fn parse_permission(s: &str) -> Result<Permission, String> {
@@ -212,6 +214,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             init_logging(&config, "warn");
             bench::search(&config, args).await
         }
+        Command::Bench {
+            command: BenchCommand::Embed(args),
+        } => tokio::task::spawn_blocking(move || bench_embed::embed(args)).await?,
         // Handled in `main`, before the runtime starts.
         Command::ParseWorker => Ok(()),
     }

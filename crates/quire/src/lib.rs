@@ -3,6 +3,7 @@
 
 pub mod app;
 pub mod bench;
+pub mod bench_embed;
 pub mod cli;
 pub mod config;
 pub mod eval;

@@ -1,0 +1,134 @@
+//! `quire bench embed`: embedding throughput of the local model on this machine. Chunks come
+//! from a BEIR corpus cut by the product's own chunker (or from a built-in English text), are
+//! embedded one after another as ingestion does, and the report gives chunks/second, tokens per
+//! chunk, the achieved GFLOP/s and that rate as a fraction of the same tensor library's measured
+//! single-precision matrix-multiply rate on this machine.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::Args;
+use quire_ingest::{ChunkingParams, chunk_blocks};
+use quire_models::LocalEmbedder;
+use quire_models::throughput::{forward_flops, matmul_gflops};
+
+/// Options of `quire bench embed`.
+#[derive(Debug, Args)]
+pub struct EmbedBenchArgs {
+    /// Model directory (`config.json`, `vocab.txt`, `model.safetensors`).
+    #[arg(long, value_name = "DIR")]
+    model_dir: PathBuf,
+    /// BEIR `corpus.jsonl` whose documents are chunked and embedded; a built-in English text
+    /// when omitted.
+    #[arg(long, value_name = "FILE")]
+    corpus: Option<PathBuf>,
+    /// Chunks to embed.
+    #[arg(long, default_value_t = 200)]
+    chunks: usize,
+    /// Timed rounds over the chunks; the report gives the median round.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+}
+
+/// Runs the benchmark and prints its report.
+pub fn embed(args: EmbedBenchArgs) -> anyhow::Result<()> {
+    let embedder = LocalEmbedder::load(&args.model_dir)
+        .with_context(|| format!("could not load the model in {}", args.model_dir.display()))?;
+    let chunks = match &args.corpus {
+        Some(path) => corpus_chunks(path, args.chunks)?,
+        None => builtin_chunks(args.chunks),
+    };
+    anyhow::ensure!(!chunks.is_empty(), "no text to embed");
+    let texts: Vec<&str> = chunks.iter().map(String::as_str).collect();
+    let token_counts: Vec<usize> = texts.iter().map(|t| embedder.token_ids(t).len()).collect();
+    let flops: f64 = token_counts
+        .iter()
+        .map(|n| forward_flops(embedder.config(), *n))
+        .sum();
+    let mean_tokens = token_counts.iter().sum::<usize>() as f64 / texts.len() as f64;
+
+    embedder.embed(&texts[..texts.len().min(4)])?;
+    let mut seconds: Vec<f64> = (0..args.rounds.max(1))
+        .map(|_| {
+            let started = Instant::now();
+            embedder
+                .embed(&texts)
+                .map(|_| started.elapsed().as_secs_f64())
+        })
+        .collect::<Result<_, _>>()?;
+    seconds.sort_by(f64::total_cmp);
+    let median = seconds[seconds.len() / 2];
+    let achieved = flops / median / 1e9;
+
+    let hidden = embedder.config().hidden_size;
+    let typical = mean_tokens.round() as usize;
+    let shaped = matmul_gflops(typical.max(1), hidden, hidden * 4, 20, 5);
+    let square = matmul_gflops(1024, 1024, 1024, 5, 5);
+
+    println!("model                   {}", embedder.name());
+    println!("chunks                  {}", texts.len());
+    println!("tokens per chunk        {mean_tokens:.1} (mean, with [CLS] and [SEP])");
+    println!(
+        "chunks/second           {:.1} (median of {} rounds)",
+        texts.len() as f64 / median,
+        seconds.len()
+    );
+    println!(
+        "tokens/second           {:.0}",
+        mean_tokens * texts.len() as f64 / median
+    );
+    println!(
+        "achieved                {achieved:.1} GFLOP/s ({:.2} GFLOP per chunk)",
+        flops / texts.len() as f64 / 1e9
+    );
+    println!(
+        "matmul {typical}x{hidden}x{} {shaped:.1} GFLOP/s",
+        hidden * 4
+    );
+    println!("matmul 1024^3           {square:.1} GFLOP/s");
+    println!(
+        "fraction of matmul rate {:.0}% of the model-shaped product, {:.0}% of the square one",
+        100.0 * achieved / shaped,
+        100.0 * achieved / square
+    );
+    Ok(())
+}
+
+/// Chunks of the corpus's documents as ingestion cuts them (title as a heading, then text).
+fn corpus_chunks(path: &PathBuf, max: usize) -> anyhow::Result<Vec<String>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("could not read {}", path.display()))?;
+    let mut chunks = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let doc: serde_json::Value = serde_json::from_str(line)
+            .with_context(|| format!("bad JSON line in {}", path.display()))?;
+        let markdown = format!(
+            "# {}\n\n{}",
+            doc["title"].as_str().unwrap_or(""),
+            doc["text"].as_str().unwrap_or("")
+        );
+        let blocks = quire_parse::markdown(&markdown).blocks;
+        for chunk in chunk_blocks(&blocks, ChunkingParams::default()) {
+            chunks.push(chunk.content);
+            if chunks.len() == max {
+                return Ok(chunks);
+            }
+        }
+    }
+    Ok(chunks)
+}
+
+/// Paragraph-sized English chunks of about 200 words.
+fn builtin_chunks(n: usize) -> Vec<String> {
+    const TEXT: &str = "The centrifugal pump moves cooling water from the intake basin to the \
+        heat exchangers. Before it is started, the casing must be primed so that the impeller \
+        never runs dry, because a dry start destroys the mechanical seal within seconds. \
+        Operators check the suction pressure, open the discharge valve slowly and listen for \
+        cavitation, a rattling noise that means the pressure at the impeller eye has fallen \
+        below the vapour pressure of the water. Bearings are greased every three months and \
+        their temperature is logged at every shift change. ";
+    (0..n)
+        .map(|i| format!("Section {i}. {}", TEXT.repeat(2)))
+        .collect()
+}
