@@ -49,8 +49,16 @@ struct Linear {
 }
 
 impl Linear {
+    /// `[.., in]` to `[.., out]`: the leading dimensions are flattened into one product.
     fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        x.matmul(&self.weight_t)?.broadcast_add(&self.bias)
+        let (rows, width) = (x.elem_count() / x.dim(D::Minus1)?, x.dim(D::Minus1)?);
+        let mut shape = x.dims().to_vec();
+        let out = self.weight_t.dim(1)?;
+        *shape.last_mut().expect("at least one dimension") = out;
+        x.reshape((rows, width))?
+            .matmul(&self.weight_t)?
+            .broadcast_add(&self.bias)?
+            .reshape(shape)
     }
 }
 
@@ -168,52 +176,81 @@ impl Bert {
         self.max_positions
     }
 
-    /// The mean-pooled, L2-normalised embedding of one token sequence (no padding, so every
-    /// token counts in the mean).
-    pub fn embed(&self, ids: &[u32]) -> Result<Vec<f32>, ModelError> {
-        self.forward(ids)
+    /// The mean-pooled, L2-normalised embeddings of token sequences, run as one batch: shorter
+    /// sequences are padded, padding is masked out of attention and of the mean, so each
+    /// result equals the sequence's embedding on its own.
+    pub fn embed_batch(&self, sequences: &[Vec<u32>]) -> Result<Vec<Vec<f32>>, ModelError> {
+        if sequences.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.forward(sequences)
             .map_err(|e| ModelError::Inference(e.to_string()))
     }
 
-    fn forward(&self, ids: &[u32]) -> candle_core::Result<Vec<f32>> {
-        let len = ids.len();
-        let ids = Tensor::new(ids, &self.device)?;
+    fn forward(&self, sequences: &[Vec<u32>]) -> candle_core::Result<Vec<Vec<f32>>> {
+        let batch = sequences.len();
+        let len = sequences.iter().map(Vec::len).max().unwrap_or(0).max(1);
+        let mut ids = Vec::with_capacity(batch * len);
+        let mut mask = Vec::with_capacity(batch * len);
+        for sequence in sequences {
+            ids.extend_from_slice(sequence);
+            ids.extend(std::iter::repeat_n(0, len - sequence.len()));
+            mask.extend(std::iter::repeat_n(1f32, sequence.len()));
+            mask.extend(std::iter::repeat_n(0f32, len - sequence.len()));
+        }
+        let ids = Tensor::from_vec(ids, (batch, len), &self.device)?;
+        let mask = Tensor::from_vec(mask, (batch, len), &self.device)?;
+        // Added to the attention scores: 0 for real tokens, a large negative for padding, so
+        // padding gets exactly zero weight after the softmax.
+        let attention_bias = ((mask.clone() - 1.0)? * 1e9)?.reshape((batch, 1, 1, len))?;
+
         let positions = Tensor::arange(0u32, len as u32, &self.device)?;
-        let token_types = Tensor::zeros(len, DType::U32, &self.device)?;
+        let token_types = Tensor::zeros((batch, len), DType::U32, &self.device)?;
         let x = self
             .word_embeddings
-            .embedding(&ids)?
-            .add(&self.position_embeddings.embedding(&positions)?)?
-            .add(&self.token_type_embeddings.embedding(&token_types)?)?;
+            .embedding(&ids.flatten_all()?)?
+            .reshape((batch, len, ()))?
+            .broadcast_add(&self.position_embeddings.embedding(&positions)?)?
+            .add(
+                &self
+                    .token_type_embeddings
+                    .embedding(&token_types.flatten_all()?)?
+                    .reshape((batch, len, ()))?,
+            )?;
         let mut x = self.embeddings_norm.forward(&x)?;
         for layer in &self.layers {
-            x = self.layer(layer, &x)?;
+            x = self.layer(layer, &x, &attention_bias)?;
         }
-        let pooled = x.mean(0)?;
-        let norm = pooled.sqr()?.sum_all()?.sqrt()?.to_scalar::<f32>()?;
-        let pooled = (pooled / f64::from(norm.max(1e-12)))?;
-        pooled.to_vec1()
+        let mask = mask.unsqueeze(2)?;
+        let summed = x.broadcast_mul(&mask)?.sum(1)?;
+        let pooled = summed.broadcast_div(&mask.sum(1)?)?;
+        let norms = pooled
+            .sqr()?
+            .sum_keepdim(1)?
+            .sqrt()?
+            .clamp(1e-12, f64::MAX)?;
+        pooled.broadcast_div(&norms)?.to_vec2()
     }
 
-    fn layer(&self, layer: &Layer, x: &Tensor) -> candle_core::Result<Tensor> {
-        let len = x.dim(0)?;
-        // [len, hidden] -> [heads, len, head_dim]
+    fn layer(&self, layer: &Layer, x: &Tensor, bias: &Tensor) -> candle_core::Result<Tensor> {
+        let (batch, len, hidden) = x.dims3()?;
+        // [batch, len, hidden] -> [batch, heads, len, head_dim]
         let split = |t: Tensor| -> candle_core::Result<Tensor> {
-            t.reshape((len, self.heads, self.head_dim))?
-                .transpose(0, 1)?
+            t.reshape((batch, len, self.heads, self.head_dim))?
+                .transpose(1, 2)?
                 .contiguous()
         };
         let q = split(layer.query.forward(x)?)?;
         let k = split(layer.key.forward(x)?)?;
         let v = split(layer.value.forward(x)?)?;
         let scale = 1.0 / (self.head_dim as f64).sqrt();
-        let scores = (q.matmul(&k.transpose(1, 2)?.contiguous()?)? * scale)?;
+        let scores = (q.matmul(&k.transpose(2, 3)?.contiguous()?)? * scale)?.broadcast_add(bias)?;
         let weights = softmax_last(&scores)?;
         let context = weights
             .matmul(&v)?
-            .transpose(0, 1)?
+            .transpose(1, 2)?
             .contiguous()?
-            .reshape((len, self.heads * self.head_dim))?;
+            .reshape((batch, len, hidden))?;
         let attended = layer
             .attention_norm
             .forward(&(layer.attention_out.forward(&context)? + x)?)?;

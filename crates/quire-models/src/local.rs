@@ -70,14 +70,26 @@ impl LocalEmbedder {
         self.tokenizer.encode(text, self.max_tokens)
     }
 
-    /// The unit-length embedding of each text.
+    /// The unit-length embedding of each text, in order. Texts are embedded in batches of
+    /// similar length, so little work goes into padding.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError> {
-        texts
-            .iter()
-            .map(|text| self.bert.embed(&self.token_ids(text)))
-            .collect()
+        let sequences: Vec<Vec<u32>> = texts.iter().map(|t| self.token_ids(t)).collect();
+        let mut order: Vec<usize> = (0..sequences.len()).collect();
+        order.sort_by_key(|&i| sequences[i].len());
+        let mut out = vec![Vec::new(); sequences.len()];
+        for group in order.chunks(BATCH_SIZE) {
+            let batch: Vec<Vec<u32>> = group.iter().map(|&i| sequences[i].clone()).collect();
+            for (&i, vector) in group.iter().zip(self.bert.embed_batch(&batch)?) {
+                out[i] = vector;
+            }
+        }
+        Ok(out)
     }
 }
+
+/// Sequences per forward pass: large enough that the projections are big products, small
+/// enough that one batch's activations stay in a few MiB.
+const BATCH_SIZE: usize = 4;
 
 fn read(path: &PathBuf) -> Result<String, ModelError> {
     std::fs::read_to_string(path).map_err(|source| ModelError::File {

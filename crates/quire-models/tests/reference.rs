@@ -83,3 +83,22 @@ fn tempfile_dir() -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+#[test]
+fn padding_in_a_batch_does_not_change_a_vector() {
+    let embedder = LocalEmbedder::load(&model_dir()).unwrap();
+    let texts = [
+        "short",
+        "a somewhat longer sentence about pumps, valves and seals",
+        "mid length text here",
+        "x",
+        "The pump must be primed before it is started, every single time, without exception.",
+    ];
+    let together = embedder.embed(&texts).unwrap();
+    for (text, batched) in texts.iter().zip(&together) {
+        let alone = embedder.embed(&[text]).unwrap().remove(0);
+        let alone: Vec<f64> = alone.iter().map(|x| f64::from(*x)).collect();
+        let similarity = cosine(batched, &alone);
+        assert!(similarity > 0.99999, "{text:?}: {similarity}");
+    }
+}
