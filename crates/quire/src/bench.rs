@@ -130,11 +130,11 @@ pub async fn search(base: &Config, args: SearchBenchArgs) -> anyhow::Result<()> 
     Ok(())
 }
 
-fn ms(d: Duration) -> f64 {
+pub(crate) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
+pub(crate) fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
     }
@@ -142,7 +142,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[rank.min(sorted.len() - 1)]
 }
 
-fn read_jsonl(path: &PathBuf, max: usize) -> anyhow::Result<Vec<serde_json::Value>> {
+pub(crate) fn read_jsonl(path: &PathBuf, max: usize) -> anyhow::Result<Vec<serde_json::Value>> {
     let file =
         std::fs::File::open(path).with_context(|| format!("could not open {}", path.display()))?;
     let mut out = Vec::new();

@@ -12,7 +12,7 @@ use quire_core::{Permission, SystemClock};
 use tracing_subscriber::EnvFilter;
 
 use crate::config::{Config, Overrides};
-use crate::{bench, bench_embed, eval, keys};
+use crate::{bench, bench_embed, eval, eval_retrieval, keys};
 
 /// Quire: a self-hosted document knowledge base for AI agents.
 #[derive(Debug, Parser)]
@@ -109,6 +109,8 @@ enum ConfigCommand {
 enum EvalCommand {
     /// Parse every file below a directory; report per format what parsed, failed or crashed.
     Parse(eval::ParseEvalArgs),
+    /// Ingest a BEIR corpus, run its judged queries; report nDCG@10, Recall@100, MRR@10.
+    Retrieval(eval_retrieval::RetrievalEvalArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -208,6 +210,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Eval {
             command: EvalCommand::Parse(args),
         } => eval::parse_dir(args),
+        Command::Eval {
+            command: EvalCommand::Retrieval(args),
+        } => {
+            init_logging(&config, "warn");
+            eval_retrieval::retrieval(&config, args).await
+        }
         Command::Bench {
             command: BenchCommand::Search(args),
         } => {

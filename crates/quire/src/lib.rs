@@ -7,7 +7,9 @@ pub mod bench_embed;
 pub mod cli;
 pub mod config;
 pub mod eval;
+pub mod eval_retrieval;
 pub mod keys;
+mod retrieval_metrics;
 mod text_quality;
 
 pub use app::{App, build, open_store};

@@ -4,6 +4,7 @@ mod auth;
 mod cli;
 mod documents;
 mod errors;
+mod eval;
 mod fixtures;
 mod formats;
 mod helpers;
