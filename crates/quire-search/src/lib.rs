@@ -1,7 +1,10 @@
-//! Quire's search core: a BM25 keyword index over chunks ([`KeywordIndex`], backed by Tantivy),
-//! always filtered by the caller's source scope. Written as a library so ranking can be tested
+//! Quire's search core: a BM25 keyword index over chunks ([`KeywordIndex`], backed by Tantivy)
+//! and a vector index of chunk embeddings ([`VectorIndex`], an exact scan), both always filtered
+//! by the caller's source scope. Written as a library so ranking can be tested
 //! without the HTTP layer.
 
 mod keyword;
+mod vector;
 
 pub use keyword::{IndexedChunk, KeywordHit, KeywordIndex, SearchError};
+pub use vector::{VectorError, VectorHit, VectorIndex};
