@@ -1,5 +1,5 @@
 //! `quire eval retrieval` on a small BEIR-layout corpus written by the test: the product's own
-//! pipeline ranks the judged documents, and the report carries the metrics.
+//! pipeline ranks the judged documents in every mode, and the report carries the metrics.
 
 use tokio::process::Command;
 
@@ -60,10 +60,10 @@ async fn eval_retrieval_reports_metrics_on_a_beir_corpus() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(stdout.contains("judged queries 2"), "{stdout}");
-    assert!(stdout.contains("nDCG@10        1.0000"), "{stdout}");
-    assert!(stdout.contains("MRR@10         1.0000"), "{stdout}");
+    let keyword = stdout.lines().find(|l| l.starts_with("keyword ")).unwrap();
+    assert!(keyword.contains(" 1.0000 "), "{stdout}");
 
-    let vector = Command::new(env!("CARGO_BIN_EXE_quire"))
+    let without_model = Command::new(env!("CARGO_BIN_EXE_quire"))
         .args([
             "eval",
             "retrieval",
@@ -78,10 +78,58 @@ async fn eval_retrieval_reports_metrics_on_a_beir_corpus() {
             "--qrels",
             &path("qrels.tsv"),
         ])
+        .env_remove("QUIRE_EMBEDDING_MODEL_DIR")
         .output()
         .await
         .unwrap();
-    assert!(!vector.status.success());
-    let error = String::from_utf8(vector.stderr).unwrap();
-    assert!(error.contains("not available yet"), "{error}");
+    assert!(!without_model.status.success());
+    let error = String::from_utf8(without_model.stderr).unwrap();
+    assert!(error.contains("needs an embedding model"), "{error}");
+
+    let all = Command::new(env!("CARGO_BIN_EXE_quire"))
+        .args([
+            "eval",
+            "retrieval",
+            "--mode",
+            "all",
+            "--corpus",
+            &path("corpus.jsonl"),
+        ])
+        .args([
+            "--queries",
+            &path("queries.jsonl"),
+            "--qrels",
+            &path("qrels.tsv"),
+        ])
+        .env("QUIRE_EMBEDDING_MODEL_DIR", model_dir())
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8(all.stdout).unwrap();
+    assert!(
+        all.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&all.stderr)
+    );
+    for mode in ["keyword ", "vector ", "hybrid "] {
+        let row = stdout.lines().find(|l| l.starts_with(mode)).unwrap();
+        assert!(row.contains(" 1.0000 "), "{mode}: {stdout}");
+    }
+    assert!(stdout.contains("ingest, vector"), "{stdout}");
+}
+
+/// The embedding model `scripts/test` fetched (see DEVELOPERS.md).
+fn model_dir() -> std::path::PathBuf {
+    let dir = std::env::var_os("QUIRE_TEST_MODEL_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(std::env::var_os("HOME").unwrap())
+                .join(".cache/quire-models/all-MiniLM-L6-v2")
+        });
+    assert!(
+        dir.join("model.safetensors").is_file(),
+        "no model in {}: run scripts/fetch-model",
+        dir.display()
+    );
+    dir
 }
