@@ -10,10 +10,15 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use clap::Args;
 use quire_core::{
-    NewSource, SearchLimit, SearchQuery, SourceDescription, SourceId, SourceName, SourceScope,
-    SourceType, SystemClock,
+    DocumentId, NewSource, SearchLimit, SearchQuery, SourceDescription, SourceId, SourceName,
+    SourceRecord, SourceScope, SourceType, SystemClock,
 };
+use quire_http::AppState;
 use quire_ingest::Upload;
+use quire_store::Created;
+use tempfile::TempDir;
+
+use crate::app::App;
 
 use crate::config::Config;
 
@@ -44,10 +49,6 @@ struct Doc {
 
 /// Runs the search benchmark and prints its report.
 pub async fn search(base: &Config, args: SearchBenchArgs) -> anyhow::Result<()> {
-    let scratch = tempfile::tempdir().context("could not create a scratch directory")?;
-    let mut config = base.clone();
-    config.data_dir = scratch.path().to_path_buf();
-    config.workers.count = 0;
     let docs = match &args.corpus {
         Some(path) => read_corpus(path, args.documents)?,
         None => synthetic_corpus(args.documents),
@@ -59,35 +60,15 @@ pub async fn search(base: &Config, args: SearchBenchArgs) -> anyhow::Result<()> 
     if docs.is_empty() || queries.is_empty() {
         bail!("nothing to benchmark: no documents or no queries");
     }
-    let app = crate::build(&config, Arc::new(SystemClock)).await?;
+    let (_scratch, app, _) = scratch_app(base).await?;
     let state = app.state().clone();
-    let source = state
-        .store
-        .create_source(NewSource {
-            id: SourceId::new(),
-            name: SourceName::parse("bench")?,
-            description: SourceDescription::default(),
-            source_type: SourceType::Network,
-            created_at: quire_core::Clock::now(&SystemClock),
-        })
-        .await?;
-
     let started = Instant::now();
-    for doc in &docs {
-        let mut staged = state.ingest.stage().await?;
-        staged.write(doc.text.as_bytes()).await?;
-        let upload = Upload {
-            name: doc.name.clone(),
-            content_type: Some("text/markdown".into()),
-            staged: staged.finish().await?,
-        };
-        state
-            .ingest
-            .accept(&SourceScope::All, source.id, upload)
-            .await?;
-    }
-    let uploaded = started.elapsed();
-    while state.ingest.process_next("bench").await? {}
+    let (source, _) = ingest_markdown(
+        &state,
+        "bench",
+        docs.iter().map(|d| (d.name.clone(), d.text.clone())),
+    )
+    .await?;
     let ingested = started.elapsed();
     let chunks = state.index.chunk_count();
 
@@ -102,10 +83,9 @@ pub async fn search(base: &Config, args: SearchBenchArgs) -> anyhow::Result<()> 
         queries.len()
     );
     println!(
-        "ingest: {:.1} s ({:.0} chunks/s; upload {:.1} s)",
+        "ingest: {:.1} s ({:.0} chunks/s)",
         ingested.as_secs_f64(),
         chunks as f64 / ingested.as_secs_f64(),
-        uploaded.as_secs_f64()
     );
     for (label, scope) in &scopes {
         // One warm-up pass so the first queries do not pay for page faults.
@@ -128,6 +108,58 @@ pub async fn search(base: &Config, args: SearchBenchArgs) -> anyhow::Result<()> 
         );
     }
     Ok(())
+}
+
+/// The application on a temporary data directory, with no background workers (the caller
+/// drives the jobs), and the configuration it was built with. Keep the directory alive as
+/// long as the application.
+pub(crate) async fn scratch_app(base: &Config) -> anyhow::Result<(TempDir, App, Config)> {
+    let scratch = tempfile::tempdir().context("could not create a scratch directory")?;
+    let mut config = base.clone();
+    config.data_dir = scratch.path().to_path_buf();
+    config.workers.count = 0;
+    let app = crate::build(&config, Arc::new(SystemClock)).await?;
+    Ok((scratch, app, config))
+}
+
+/// Creates a source named `name` and ingests `(file name, Markdown)` documents into it through
+/// the real pipeline (staging, acceptance, the parse worker, chunking, store, index), until no
+/// job is left. Returns the source and the documents' ids in input order.
+pub(crate) async fn ingest_markdown(
+    state: &AppState,
+    name: &str,
+    documents: impl Iterator<Item = (String, String)>,
+) -> anyhow::Result<(SourceRecord, Vec<DocumentId>)> {
+    let source = state
+        .store
+        .create_source(NewSource {
+            id: SourceId::new(),
+            name: SourceName::parse(name)?,
+            description: SourceDescription::default(),
+            source_type: SourceType::Network,
+            created_at: quire_core::Clock::now(&SystemClock),
+        })
+        .await?;
+    let mut ids = Vec::new();
+    for (file_name, text) in documents {
+        let mut staged = state.ingest.stage().await?;
+        staged.write(text.as_bytes()).await?;
+        let upload = Upload {
+            name: file_name,
+            content_type: Some("text/markdown".into()),
+            staged: staged.finish().await?,
+        };
+        let document = match state
+            .ingest
+            .accept(&SourceScope::All, source.id, upload)
+            .await?
+        {
+            Created::New(d) | Created::Existing(d) => d,
+        };
+        ids.push(document.id);
+    }
+    while state.ingest.process_next(name).await? {}
+    Ok((source, ids))
 }
 
 pub(crate) fn ms(d: Duration) -> f64 {

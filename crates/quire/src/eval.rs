@@ -15,7 +15,7 @@ use quire_parse::{Format, ParseLimits, ParsedDocument, detect_format, parse};
 
 use crate::text_quality::{
     is_garbled, median, pdftotext_available, pdftotext_pages, peak_memory_bytes, reset_peak_memory,
-    token_f1,
+    token_f1, word_count,
 };
 
 /// Options of `quire eval parse`.
@@ -268,12 +268,6 @@ fn agreement(path: &Path, ours: &[String]) -> Vec<f64> {
 /// Reference pages with fewer words are image-only or nearly blank and say nothing about
 /// extraction quality.
 const MIN_REFERENCE_WORDS: usize = 20;
-
-fn word_count(text: &str) -> usize {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|t| !t.is_empty())
-        .count()
-}
 
 fn folder_of(path: &Path) -> String {
     path.parent()

@@ -13,16 +13,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
-use quire_core::{
-    DocumentId, NewSource, SourceDescription, SourceId, SourceName, SourceScope, SourceType,
-    SystemClock,
-};
-use quire_ingest::{Upload, chunk_blocks};
+use quire_core::{DocumentId, SourceId, SourceScope};
+use quire_ingest::chunk_blocks;
 use quire_models::LocalEmbedder;
 use quire_search::{FusionParams, VectorIndex, reciprocal_rank_fusion};
-use quire_store::Created;
 
-use crate::bench::{ms, percentile, read_jsonl};
+use crate::bench::{ingest_markdown, ms, percentile, read_jsonl, scratch_app};
 use crate::config::Config;
 use crate::retrieval_metrics::{Judgements, ndcg_at, recall_at, reciprocal_rank_at};
 
@@ -120,51 +116,37 @@ pub async fn retrieval(base: &Config, args: RetrievalEvalArgs) -> anyhow::Result
         _ => None,
     };
 
-    let scratch = tempfile::tempdir().context("could not create a scratch directory")?;
-    let mut config = base.clone();
-    config.data_dir = scratch.path().to_path_buf();
-    config.workers.count = 0;
-    let app = crate::build(&config, Arc::new(SystemClock)).await?;
+    let (scratch, app, config) = scratch_app(base).await?;
     let state = app.state().clone();
-    let source = state
-        .store
-        .create_source(NewSource {
-            id: SourceId::new(),
-            name: SourceName::parse("eval")?,
-            description: SourceDescription::default(),
-            source_type: SourceType::Network,
-            created_at: quire_core::Clock::now(&SystemClock),
-        })
-        .await?;
-
     let started = Instant::now();
-    let mut corpus_id_of = HashMap::new();
-    let mut texts = Vec::with_capacity(corpus.len());
-    for doc in &corpus {
-        let id = doc["_id"].as_str().unwrap_or_default().to_owned();
-        let text = format!(
-            "# {}\n\n{}",
-            doc["title"].as_str().unwrap_or(""),
-            doc["text"].as_str().unwrap_or("")
-        );
-        let mut staged = state.ingest.stage().await?;
-        staged.write(text.as_bytes()).await?;
-        let upload = Upload {
-            name: format!("{id}.md"),
-            content_type: Some("text/markdown".into()),
-            staged: staged.finish().await?,
-        };
-        let document = match state
-            .ingest
-            .accept(&SourceScope::All, source.id, upload)
-            .await?
-        {
-            Created::New(d) | Created::Existing(d) => d,
-        };
-        corpus_id_of.insert(document.id, id);
-        texts.push((document.id, text));
-    }
-    while state.ingest.process_next("eval").await? {}
+    let documents: Vec<(String, String)> = corpus
+        .iter()
+        .map(|doc| {
+            let text = format!(
+                "# {}\n\n{}",
+                doc["title"].as_str().unwrap_or(""),
+                doc["text"].as_str().unwrap_or("")
+            );
+            (doc["_id"].as_str().unwrap_or_default().to_owned(), text)
+        })
+        .collect();
+    let (source, ids) = ingest_markdown(
+        &state,
+        "eval",
+        documents
+            .iter()
+            .map(|(id, text)| (format!("{id}.md"), text.clone())),
+    )
+    .await?;
+    let corpus_id_of: HashMap<DocumentId, String> = ids
+        .iter()
+        .zip(&documents)
+        .map(|(document, (id, _))| (*document, id.clone()))
+        .collect();
+    let texts: Vec<(DocumentId, String)> = ids
+        .into_iter()
+        .zip(documents.into_iter().map(|(_, text)| text))
+        .collect();
     let ingest_seconds = started.elapsed().as_secs_f64();
     let chunks = state.index.chunk_count();
     println!(

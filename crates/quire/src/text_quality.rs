@@ -34,13 +34,21 @@ pub fn token_f1(ours: &str, reference: &str) -> f64 {
 
 fn token_counts(text: &str) -> HashMap<String, usize> {
     let mut counts = HashMap::new();
-    for token in text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|t| !t.is_empty())
-    {
+    for token in tokens(text) {
         *counts.entry(token.to_lowercase()).or_default() += 1;
     }
     counts
+}
+
+/// Runs of letters and digits: the words the F1 compares.
+fn tokens(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|t| !t.is_empty())
+}
+
+/// Number of words as [`token_f1`] counts them.
+pub fn word_count(text: &str) -> usize {
+    tokens(text).count()
 }
 
 /// Words longer than this are taken as several words run together (German compounds and

@@ -42,17 +42,21 @@ async fn eval_retrieval_reports_metrics_on_a_beir_corpus() {
     )
     .unwrap();
     let path = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
-    let output = Command::new(env!("CARGO_BIN_EXE_quire"))
-        .args(["eval", "retrieval", "--corpus", &path("corpus.jsonl")])
-        .args([
-            "--queries",
-            &path("queries.jsonl"),
-            "--qrels",
-            &path("qrels.tsv"),
-        ])
-        .output()
-        .await
-        .unwrap();
+    // `mode` and the embedding model directory (None: unset) vary; the data does not.
+    let eval = |mode: &'static str, model: Option<std::path::PathBuf>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_quire"));
+        command
+            .args(["eval", "retrieval", "--mode", mode])
+            .args(["--corpus", &path("corpus.jsonl")])
+            .args(["--queries", &path("queries.jsonl")])
+            .args(["--qrels", &path("qrels.tsv")]);
+        match model {
+            Some(dir) => command.env("QUIRE_EMBEDDING_MODEL_DIR", dir),
+            None => command.env_remove("QUIRE_EMBEDDING_MODEL_DIR"),
+        };
+        async move { command.output().await.unwrap() }
+    };
+    let output = eval("keyword", None).await;
     let stdout = String::from_utf8(output.stdout).unwrap();
     assert!(
         output.status.success(),
@@ -63,48 +67,12 @@ async fn eval_retrieval_reports_metrics_on_a_beir_corpus() {
     let keyword = stdout.lines().find(|l| l.starts_with("keyword ")).unwrap();
     assert!(keyword.contains(" 1.0000 "), "{stdout}");
 
-    let without_model = Command::new(env!("CARGO_BIN_EXE_quire"))
-        .args([
-            "eval",
-            "retrieval",
-            "--mode",
-            "vector",
-            "--corpus",
-            &path("corpus.jsonl"),
-        ])
-        .args([
-            "--queries",
-            &path("queries.jsonl"),
-            "--qrels",
-            &path("qrels.tsv"),
-        ])
-        .env_remove("QUIRE_EMBEDDING_MODEL_DIR")
-        .output()
-        .await
-        .unwrap();
+    let without_model = eval("vector", None).await;
     assert!(!without_model.status.success());
     let error = String::from_utf8(without_model.stderr).unwrap();
     assert!(error.contains("needs an embedding model"), "{error}");
 
-    let all = Command::new(env!("CARGO_BIN_EXE_quire"))
-        .args([
-            "eval",
-            "retrieval",
-            "--mode",
-            "all",
-            "--corpus",
-            &path("corpus.jsonl"),
-        ])
-        .args([
-            "--queries",
-            &path("queries.jsonl"),
-            "--qrels",
-            &path("qrels.tsv"),
-        ])
-        .env("QUIRE_EMBEDDING_MODEL_DIR", model_dir())
-        .output()
-        .await
-        .unwrap();
+    let all = eval("all", Some(model_dir())).await;
     let stdout = String::from_utf8(all.stdout).unwrap();
     assert!(
         all.status.success(),
