@@ -1,14 +1,16 @@
-//! Quire's models. Today: the local sentence embedder (all-MiniLM-L6-v2 by default), a BERT
+//! Quire's models, behind the [`Embedder`] trait. Today: the local sentence embedder (all-MiniLM-L6-v2 by default), a BERT
 //! encoder run on the CPU from a model directory of `config.json`, `vocab.txt` and
 //! `model.safetensors`, producing what sentence-transformers produces (mean pooling, L2
 //! normalised).
 
 mod bert;
+mod embedder;
 mod local;
 pub mod throughput;
 pub mod tokenizer;
 
 pub use bert::BertConfig;
+pub use embedder::{Embedder, Purpose, normalize};
 pub use local::LocalEmbedder;
 
 /// Why a model could not be loaded or run.
