@@ -14,12 +14,13 @@ pub use error::StoreError;
 pub use sqlite::SqliteStore;
 pub use types::{
     ClaimedJob, Created, DocumentHit, FinishOutcome, ProcessedDocument, RateBucket, RateWindow,
+    StoredChunk,
 };
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use quire_core::{
-    ApiKeyRecord, DocumentId, DocumentRecord, KeyId, NewApiKey, NewDocument, NewSource, SourceId,
+    ApiKeyRecord, ChunkDraft, DocumentId, DocumentRecord, KeyId, NewApiKey, NewDocument, NewSource, SourceId,
     SourceRecord, SourceScope,
 };
 
@@ -79,6 +80,22 @@ pub trait Store: Send + Sync + 'static {
         scope: &SourceScope,
         ids: &[DocumentId],
     ) -> StoreResult<Vec<DocumentHit>>;
+
+    // --- chunks ---
+
+    /// The stored chunks with these (document, ordinal) keys, in no particular order; keys
+    /// that match nothing are left out. Not scoped: callers check the documents with
+    /// [`Store::ready_documents`].
+    async fn chunks(&self, keys: &[(DocumentId, u32)]) -> StoreResult<Vec<StoredChunk>>;
+    /// A document's chunks in order (empty when it has none or does not exist).
+    async fn document_chunks(&self, id: DocumentId) -> StoreResult<Vec<ChunkDraft>>;
+    /// Up to `limit` ready documents with ids after `after`, in id order, with their sources:
+    /// a cursor over every searchable document (re-embedding walks it).
+    async fn ready_document_ids(
+        &self,
+        after: Option<DocumentId>,
+        limit: usize,
+    ) -> StoreResult<Vec<(DocumentId, SourceId)>>;
 
     // --- jobs ---
 

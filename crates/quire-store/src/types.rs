@@ -102,3 +102,12 @@ pub struct RateWindow {
     /// Start of the window.
     pub start: DateTime<Utc>,
 }
+
+/// A stored chunk with its document, as the vector index's hits are resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredChunk {
+    /// The chunk's document.
+    pub document_id: DocumentId,
+    /// Ordinal, page, section and text.
+    pub chunk: ChunkDraft,
+}

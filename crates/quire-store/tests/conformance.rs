@@ -189,6 +189,65 @@ async fn sources_and_documents_respect_scope(store: &dyn Store) {
     );
 }
 
+async fn chunks_are_read_back_by_key_and_by_document(store: &dyn Store) {
+    let s = source(store, "S").await;
+    let ready = document(store, s, "ready.txt").await;
+    let queued = document(store, s, "queued.txt").await;
+    let job = store
+        .claim_job("w", t0(), t0() + Duration::minutes(5))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(job.document_id, ready);
+    store.finish_document(&job, chunks(3), t0()).await.unwrap();
+
+    let mut found = store
+        .chunks(&[(ready, 2), (ready, 0), (ready, 7), (queued, 0)])
+        .await
+        .unwrap();
+    found.sort_by_key(|c| c.chunk.ordinal);
+    let shape: Vec<_> = found
+        .iter()
+        .map(|c| (c.document_id, c.chunk.ordinal, c.chunk.content.as_str()))
+        .collect();
+    assert_eq!(shape, vec![(ready, 0, "chunk 0"), (ready, 2, "chunk 2")]);
+    assert!(store.chunks(&[]).await.unwrap().is_empty());
+
+    let all = store.document_chunks(ready).await.unwrap();
+    assert_eq!(all, chunks(3).chunks);
+    assert!(store.document_chunks(queued).await.unwrap().is_empty());
+
+    // The cursor walks ready documents only, in pages.
+    let other = source(store, "T").await;
+    let mut expected = vec![(ready, s), (queued, s)];
+    for name in ["a", "b", "c"] {
+        expected.push((document(store, other, name).await, other));
+    }
+    let still_queued = document(store, other, "d").await;
+    for _ in 0..4 {
+        let job = store
+            .claim_job("w", t0(), t0() + Duration::minutes(5))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_ne!(job.document_id, still_queued, "claimed in creation order");
+        store.finish_document(&job, chunks(1), t0()).await.unwrap();
+    }
+    expected.sort_by_key(|(id, _)| id.to_string());
+    let mut walked = Vec::new();
+    let mut after = None;
+    loop {
+        let page = store.ready_document_ids(after, 2).await.unwrap();
+        if page.is_empty() {
+            break;
+        }
+        assert!(page.len() <= 2);
+        after = page.last().map(|(id, _)| *id);
+        walked.extend(page);
+    }
+    assert_eq!(walked, expected);
+}
+
 async fn jobs_are_leased_finished_and_resumed(store: &dyn Store) {
     let s = source(store, "S").await;
     let first = document(store, s, "1.txt").await;
@@ -473,6 +532,12 @@ async fn rate_windows_count_and_prune(store: &dyn Store) {
 async fn sqlite_sources_and_documents_respect_scope() {
     let (_dir, store) = sqlite().await;
     sources_and_documents_respect_scope(&store).await;
+}
+
+#[tokio::test]
+async fn sqlite_chunks_are_read_back_by_key_and_by_document() {
+    let (_dir, store) = sqlite().await;
+    chunks_are_read_back_by_key_and_by_document(&store).await;
 }
 
 #[tokio::test]

@@ -1,6 +1,7 @@
 //! The SQLite store: the embedded default. One database file in the data directory, in WAL
 //! mode so the CLI can create keys while the server runs.
 
+mod chunks;
 mod codec;
 mod documents;
 mod jobs;
@@ -16,7 +17,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use quire_core::{
-    ApiKeyRecord, DocumentId, DocumentRecord, KeyId, NewApiKey, NewDocument, NewSource, SourceId,
+    ApiKeyRecord, ChunkDraft, DocumentId, DocumentRecord, KeyId, NewApiKey, NewDocument, NewSource, SourceId,
     SourceRecord, SourceScope,
 };
 use sqlx::SqlitePool;
@@ -24,7 +25,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 
 use crate::{
     ClaimedJob, Created, DocumentHit, FinishOutcome, ProcessedDocument, RateWindow, Store,
-    StoreError, StoreResult,
+    StoreError, StoreResult, StoredChunk,
 };
 
 /// A [`Store`] in one SQLite database file.
@@ -118,6 +119,22 @@ impl Store for SqliteStore {
         ids: &[DocumentId],
     ) -> StoreResult<Vec<DocumentHit>> {
         documents::ready(&self.pool, scope, ids).await
+    }
+
+    async fn chunks(&self, keys: &[(DocumentId, u32)]) -> StoreResult<Vec<StoredChunk>> {
+        chunks::by_keys(&self.pool, keys).await
+    }
+
+    async fn document_chunks(&self, id: DocumentId) -> StoreResult<Vec<ChunkDraft>> {
+        chunks::of_document(&self.pool, id).await
+    }
+
+    async fn ready_document_ids(
+        &self,
+        after: Option<DocumentId>,
+        limit: usize,
+    ) -> StoreResult<Vec<(DocumentId, SourceId)>> {
+        chunks::ready_document_ids(&self.pool, after, limit).await
     }
 
     async fn claim_job(
