@@ -56,6 +56,11 @@ enum Command {
         #[command(subcommand)]
         command: BenchCommand,
     },
+    /// Manage the embedding model's files.
+    Model {
+        #[command(subcommand)]
+        command: ModelCommand,
+    },
     /// Parse one document for the server: a JSON request on stdin, the answer on stdout.
     #[command(hide = true)]
     ParseWorker,
@@ -119,6 +124,13 @@ enum BenchCommand {
     Search(bench::SearchBenchArgs),
     /// Embedding throughput of the local model, against this machine's matrix-multiply rate.
     Embed(bench_embed::EmbedBenchArgs),
+}
+
+#[derive(Debug, Subcommand)]
+enum ModelCommand {
+    /// Download the default embedding model (or another sentence-transformers model) from the
+    /// model hub into the model cache, and print its directory.
+    Fetch(crate::model_fetch::FetchArgs),
 }
 
 fn parse_permission(s: &str) -> Result<Permission, String> {
@@ -225,6 +237,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench {
             command: BenchCommand::Embed(args),
         } => tokio::task::spawn_blocking(move || bench_embed::embed(args)).await?,
+        Command::Model {
+            command: ModelCommand::Fetch(args),
+        } => crate::model_fetch::fetch(args).await,
         // Handled in `main`, before the runtime starts.
         Command::ParseWorker => Ok(()),
     }

@@ -9,6 +9,7 @@ pub mod config;
 pub mod eval;
 pub mod eval_retrieval;
 pub mod keys;
+pub mod model_fetch;
 mod retrieval_metrics;
 mod text_quality;
 

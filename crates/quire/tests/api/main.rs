@@ -9,6 +9,7 @@ mod fixtures;
 mod formats;
 mod helpers;
 mod isolation;
+mod model_fetch;
 mod pdf;
 mod rate_limits;
 mod scope;
