@@ -164,7 +164,10 @@ impl From<IngestError> for ApiError {
             IngestError::Store(e) => e.into(),
             IngestError::Index(e) => e.into(),
             IngestError::Stage(e) => e.into(),
-            IngestError::Io(_) | IngestError::Task(_) => Self::internal(&e),
+            IngestError::Io(_)
+            | IngestError::Task(_)
+            | IngestError::Vectors(_)
+            | IngestError::Embedding(_) => Self::internal(&e),
         }
     }
 }

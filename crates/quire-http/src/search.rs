@@ -1,11 +1,18 @@
-//! Search: keyword hits from the index, turned into results with document and source names
-//! from the store. The store is asked again with the caller's scope, which also drops hits of
-//! documents deleted (or no longer ready) since they were indexed.
+//! Search: keyword hits (Tantivy BM25) and vector hits (the query's embedding against the
+//! chunk vectors) fused by reciprocal rank, then turned into results with document and source
+//! names from the store. The store is asked again with the caller's scope, which also drops
+//! hits of documents deleted (or no longer ready) since they were indexed.
+//!
+//! Without an embedding model, or before any chunk has a vector, search is keyword only. When
+//! the model fails on a query (a remote embedder that is down), the search still answers from
+//! the keyword index and the failure is logged.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use quire_core::{SearchLimit, SearchQuery, SourceScope};
+use quire_core::{DocumentId, SourceScope};
+use quire_ingest::Semantic;
+use quire_search::{FusionParams, KeywordHit, VectorHit, reciprocal_rank_fusion};
 
 use crate::wire::{MetadataJson, RefJson, SearchResultJson};
 use crate::{ApiError, AppState};
@@ -13,25 +20,211 @@ use crate::{ApiError, AppState};
 /// Extra hits fetched beyond `limit`, to make up for stale ones dropped after the store check.
 const STALE_MARGIN: usize = 8;
 
-/// Runs a keyword search within `scope`.
-pub async fn keyword_search(
+/// How searches are run (`[search]` in the config file).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SearchSettings {
+    /// How keyword and vector rankings are fused.
+    pub fusion: FusionParams,
+    /// Chunks taken from each ranking before fusion (at least the request's `limit`).
+    pub candidates: usize,
+}
+
+impl Default for SearchSettings {
+    fn default() -> Self {
+        Self {
+            fusion: FusionParams::default(),
+            candidates: 100,
+        }
+    }
+}
+
+/// Which rankings a search uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retrieval {
+    /// BM25 only.
+    Keyword,
+    /// Embeddings only (needs a model).
+    Vector,
+    /// Both, fused by reciprocal rank.
+    Hybrid,
+}
+
+/// What a search found: results best first, and the rankings that made them.
+#[derive(Debug)]
+pub struct SearchOutcome {
+    /// Results, best first, at most the limit asked for.
+    pub results: Vec<SearchResultJson>,
+    /// The rankings actually used (keyword only when no model is available).
+    pub retrieval: Retrieval,
+}
+
+/// A ranked chunk before it is resolved against the store.
+struct Ranked {
+    document_id: DocumentId,
+    ordinal: u32,
+    score: f32,
+}
+
+/// Searches `scope` with the rankings of `retrieval`, or with the best available when it is
+/// `None`: hybrid when an embedding model is loaded and has vectors, keyword otherwise.
+///
+/// Scores: keyword-only results carry BM25 scores; hybrid results carry the fused score
+/// divided by the best possible one, so 1.0 means first in both rankings; vector-only results
+/// carry the cosine similarity.
+pub async fn search(
     state: &AppState,
     scope: &SourceScope,
-    query: &SearchQuery,
-    limit: SearchLimit,
-) -> Result<Vec<SearchResultJson>, ApiError> {
+    query: &str,
+    limit: usize,
+    retrieval: Option<Retrieval>,
+) -> Result<SearchOutcome, ApiError> {
+    let semantic = state.ingest.semantic().filter(|s| !s.vectors().is_empty());
+    let retrieval = match (retrieval, semantic) {
+        (Some(Retrieval::Keyword), _) | (None, None) => Retrieval::Keyword,
+        (Some(asked), Some(_)) => asked,
+        (None, Some(_)) => Retrieval::Hybrid,
+        (Some(_), None) => {
+            return Err(ApiError::BadRequest(
+                "semantic search is off: no embedding model is configured or nothing is embedded yet"
+                    .into(),
+            ));
+        }
+    };
+    let candidates = state.search.candidates.max(limit + STALE_MARGIN);
+    let keyword_wanted = retrieval != Retrieval::Vector;
+    let vector_wanted = retrieval != Retrieval::Keyword;
+    let (keyword, vector) = tokio::join!(
+        async {
+            if keyword_wanted {
+                keyword_hits(state, scope, query, candidates).await
+            } else {
+                Ok(Vec::new())
+            }
+        },
+        async {
+            match semantic {
+                Some(semantic) if vector_wanted => {
+                    vector_hits(semantic, scope, query, candidates).await
+                }
+                _ => Ok(Vec::new()),
+            }
+        }
+    );
+    let keyword = keyword?;
+    let (vector, retrieval) = match vector {
+        Ok(hits) => (hits, retrieval),
+        Err(e) if retrieval == Retrieval::Hybrid => {
+            tracing::warn!(error = %e, "query embedding failed; answering from keywords only");
+            (Vec::new(), Retrieval::Keyword)
+        }
+        Err(e) => return Err(e),
+    };
+    let ranked = rank(retrieval, &keyword, &vector, state.search.fusion);
+    let results = resolve(state, scope, ranked, keyword, limit).await?;
+    Ok(SearchOutcome { results, retrieval })
+}
+
+async fn keyword_hits(
+    state: &AppState,
+    scope: &SourceScope,
+    query: &str,
+    candidates: usize,
+) -> Result<Vec<KeywordHit>, ApiError> {
     let index = Arc::clone(&state.index);
-    let (text, task_scope) = (query.as_str().to_owned(), scope.clone());
-    let hits = tokio::task::spawn_blocking(move || {
-        index.search(&text, &task_scope, limit.get() + STALE_MARGIN)
-    })
-    .await
-    .map_err(|e| ApiError::internal(&e))??;
+    let (text, scope) = (query.to_owned(), scope.clone());
+    Ok(
+        tokio::task::spawn_blocking(move || index.search(&text, &scope, candidates))
+            .await
+            .map_err(|e| ApiError::internal(&e))??,
+    )
+}
+
+async fn vector_hits(
+    semantic: &Semantic,
+    scope: &SourceScope,
+    query: &str,
+    candidates: usize,
+) -> Result<Vec<VectorHit>, ApiError> {
+    let embedding = semantic
+        .embed_query(query)
+        .await
+        .map_err(|e| ApiError::internal(&e))?;
+    let vectors = Arc::clone(semantic.vectors());
+    let scope = scope.clone();
+    tokio::task::spawn_blocking(move || vectors.search(&embedding, &scope, candidates))
+        .await
+        .map_err(|e| ApiError::internal(&e))?
+        .map_err(|e| ApiError::internal(&e))
+}
+
+fn rank(
+    retrieval: Retrieval,
+    keyword: &[KeywordHit],
+    vector: &[VectorHit],
+    fusion: FusionParams,
+) -> Vec<Ranked> {
+    match retrieval {
+        Retrieval::Keyword => keyword
+            .iter()
+            .map(|h| Ranked {
+                document_id: h.document_id,
+                ordinal: h.ordinal,
+                score: h.score,
+            })
+            .collect(),
+        Retrieval::Vector => vector
+            .iter()
+            .map(|h| Ranked {
+                document_id: h.document_id,
+                ordinal: h.ordinal,
+                score: h.score,
+            })
+            .collect(),
+        Retrieval::Hybrid => {
+            let best = (fusion.keyword_weight + fusion.vector_weight) / (fusion.k + 1.0);
+            reciprocal_rank_fusion(keyword, vector, fusion)
+                .into_iter()
+                .map(|h| Ranked {
+                    document_id: h.document_id,
+                    ordinal: h.ordinal,
+                    score: if best > 0.0 { h.score / best } else { 0.0 },
+                })
+                .collect()
+        }
+    }
+}
+
+/// Turns ranked chunks into results: text from the keyword hits where they have it, from the
+/// store otherwise; names from the store, asked with the caller's scope.
+async fn resolve(
+    state: &AppState,
+    scope: &SourceScope,
+    mut ranked: Vec<Ranked>,
+    keyword: Vec<KeywordHit>,
+    limit: usize,
+) -> Result<Vec<SearchResultJson>, ApiError> {
+    ranked.truncate(limit + STALE_MARGIN);
+    let mut passages: HashMap<(DocumentId, u32), (u32, String, String)> = keyword
+        .into_iter()
+        .map(|h| ((h.document_id, h.ordinal), (h.page, h.section, h.content)))
+        .collect();
+    let missing: Vec<(DocumentId, u32)> = ranked
+        .iter()
+        .map(|r| (r.document_id, r.ordinal))
+        .filter(|key| !passages.contains_key(key))
+        .collect();
+    for stored in state.store.chunks(&missing).await? {
+        let c = stored.chunk;
+        passages.insert(
+            (stored.document_id, c.ordinal),
+            (c.page, c.section, c.content),
+        );
+    }
     let mut ids = Vec::new();
     let mut seen = HashSet::new();
-    for hit in &hits {
-        if seen.insert(hit.document_id) {
-            ids.push(hit.document_id);
+    for r in &ranked {
+        if seen.insert(r.document_id) {
+            ids.push(r.document_id);
         }
     }
     let documents: HashMap<_, _> = state
@@ -41,13 +234,14 @@ pub async fn keyword_search(
         .into_iter()
         .map(|d| (d.id, d))
         .collect();
-    Ok(hits
+    Ok(ranked
         .into_iter()
-        .filter_map(|hit| {
-            let doc = documents.get(&hit.document_id)?;
+        .filter_map(|r| {
+            let doc = documents.get(&r.document_id)?;
+            let (page, section, content) = passages.remove(&(r.document_id, r.ordinal))?;
             Some(SearchResultJson {
-                content: hit.content,
-                score: hit.score,
+                content,
+                score: r.score,
                 document: RefJson {
                     id: doc.id.to_string(),
                     name: doc.name.clone(),
@@ -56,12 +250,9 @@ pub async fn keyword_search(
                     id: doc.source_id.to_string(),
                     name: doc.source_name.clone(),
                 },
-                metadata: MetadataJson {
-                    section: hit.section,
-                    page: hit.page,
-                },
+                metadata: MetadataJson { section, page },
             })
         })
-        .take(limit.get())
+        .take(limit)
         .collect())
 }

@@ -8,6 +8,7 @@ use quire_search::KeywordIndex;
 use quire_store::Store;
 
 use crate::RateLimiter;
+use crate::search::SearchSettings;
 
 /// Limits of the HTTP layer itself (`[limits]` in the config file).
 #[derive(Debug, Clone, Copy)]
@@ -33,6 +34,11 @@ pub struct AppState {
     pub clock: Arc<dyn Clock>,
     /// HTTP limits.
     pub settings: HttpSettings,
+    /// Fusion and candidate depth.
+    pub search: SearchSettings,
+    /// Whether semantic search is on and with which model, or why it is off (for the health
+    /// output).
+    pub semantic_note: Arc<str>,
 }
 
 impl std::fmt::Debug for AppState {

@@ -7,7 +7,7 @@ use chrono::Duration;
 use quire_core::{
     Clock, DocumentId, DocumentRecord, NewDocument, SourceId, SourceRecord, SourceScope,
 };
-use quire_search::{IndexedChunk, KeywordIndex, SearchError};
+use quire_search::{IndexedChunk, KeywordIndex, SearchError, VectorError};
 use quire_store::{ClaimedJob, Created, FinishOutcome, ProcessedDocument, Store, StoreError};
 use tokio::sync::Notify;
 use tracing::Instrument;
@@ -16,6 +16,7 @@ use crate::chunker::ChunkingParams;
 use crate::isolation::{Isolation, ParseJob, parse_isolated};
 use crate::originals::{Originals, StageError, StagedFile, StagedUpload};
 use crate::pipeline::Processed;
+use crate::semantic::Semantic;
 use quire_parse::{ParseLimits, guess_content_type};
 
 /// Longest stored file name, in characters.
@@ -64,6 +65,12 @@ pub enum IngestError {
     /// The keyword index failed.
     #[error(transparent)]
     Index(#[from] SearchError),
+    /// The vector index failed.
+    #[error(transparent)]
+    Vectors(#[from] VectorError),
+    /// The embedder failed.
+    #[error("embedding failed: {0}")]
+    Embedding(String),
     /// Staging or moving a file failed.
     #[error(transparent)]
     Stage(#[from] StageError),
@@ -79,6 +86,7 @@ pub enum IngestError {
 pub struct Ingest {
     store: Arc<dyn Store>,
     index: Arc<KeywordIndex>,
+    semantic: Option<Arc<Semantic>>,
     originals: Originals,
     clock: Arc<dyn Clock>,
     settings: IngestSettings,
@@ -105,11 +113,23 @@ impl Ingest {
         Self {
             store,
             index,
+            semantic: None,
             originals,
             clock,
             settings,
             wakeup: Notify::new(),
         }
+    }
+
+    /// Embeds every chunk into `semantic`'s vector index before its document becomes ready.
+    pub fn with_semantic(mut self, semantic: Option<Arc<Semantic>>) -> Self {
+        self.semantic = semantic;
+        self
+    }
+
+    /// Semantic search's embedder and vector index, when a model is configured.
+    pub fn semantic(&self) -> Option<&Arc<Semantic>> {
+        self.semantic.as_ref()
     }
 
     /// The settings in force.
@@ -191,12 +211,23 @@ impl Ingest {
         let Some(doc) = self.store.delete_document(scope, source, id).await? else {
             return Ok(None);
         };
-        let index = Arc::clone(&self.index);
-        blocking(move || index.delete_document(id)).await??;
+        self.remove_from_indexes(id).await?;
         if let Err(e) = self.originals.remove(id) {
             tracing::warn!(document = %id, error = %e, "could not remove the original file");
         }
         Ok(Some(doc))
+    }
+
+    /// Removes a document's chunks from the keyword index and its vectors, so searches stop
+    /// finding it at once.
+    async fn remove_from_indexes(&self, id: DocumentId) -> Result<(), IngestError> {
+        let index = Arc::clone(&self.index);
+        blocking(move || index.delete_document(id)).await??;
+        if let Some(semantic) = &self.semantic {
+            let vectors = Arc::clone(semantic.vectors());
+            blocking(move || vectors.delete_document(id)).await??;
+        }
+        Ok(())
     }
 
     /// Waits until an upload arrives (or `notify_worker` is called).
@@ -270,6 +301,22 @@ impl Ingest {
         job: &ClaimedJob,
         processed: Processed,
     ) -> Result<(), IngestError> {
+        let (doc, source) = (job.document_id, job.source_id);
+        if let Some(semantic) = &self.semantic {
+            let vectors = match semantic.embed_chunks(&processed.chunks).await {
+                Ok(vectors) => vectors,
+                Err(e) => {
+                    tracing::error!(error = %e, "embedding failed");
+                    let message = format!("could not embed the document's text: {e}");
+                    self.store
+                        .fail_document(job, &message, self.clock.now())
+                        .await?;
+                    return Ok(());
+                }
+            };
+            let index = Arc::clone(semantic.vectors());
+            blocking(move || index.replace_document(doc, source, &vectors)).await??;
+        }
         let indexed: Vec<IndexedChunk> = processed
             .chunks
             .iter()
@@ -281,7 +328,6 @@ impl Ingest {
             })
             .collect();
         let index = Arc::clone(&self.index);
-        let (doc, source) = (job.document_id, job.source_id);
         if let Err(e) = blocking(move || index.replace_document(doc, source, &indexed)).await? {
             tracing::error!(error = %e, "indexing failed");
             self.store
@@ -309,8 +355,7 @@ impl Ingest {
             FinishOutcome::Stored => tracing::info!(chunks = chunk_count, "document ready"),
             FinishOutcome::DocumentGone => {
                 // Deleted while we worked: take back what we just indexed.
-                let index = Arc::clone(&self.index);
-                blocking(move || index.delete_document(doc)).await??;
+                self.remove_from_indexes(doc).await?;
             }
             FinishOutcome::LeaseLost => {
                 tracing::warn!("lost the job's lease; another worker has it")

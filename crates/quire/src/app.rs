@@ -11,7 +11,8 @@ use anyhow::Context;
 use axum::Router;
 use quire_core::Clock;
 use quire_http::{AppState, HttpSettings, RateLimiter};
-use quire_ingest::{Ingest, IngestSettings, JobRunner, Originals, WorkerSettings};
+use quire_ingest::{Ingest, IngestSettings, JobRunner, Originals, Semantic, WorkerSettings};
+use quire_models::{Embedder, LocalEmbedder, OpenAiEmbedder, OpenAiSettings};
 use quire_search::KeywordIndex;
 use quire_store::{SqliteStore, Store};
 use tokio::net::TcpListener;
@@ -48,24 +49,56 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
         )
     })?);
     let originals = Originals::open(data_dir).context("could not prepare the file store")?;
+    let (semantic, semantic_note) = match open_semantic(config).await {
+        Ok(Some(embedder)) => {
+            let dir = data_dir.join("index").join("vectors");
+            let semantic = Semantic::open(&dir, embedder)
+                .with_context(|| format!("could not open the vector index in {}", dir.display()))?;
+            let note = format!(
+                "semantic search on: {} ({} dimensions), {} chunks embedded",
+                semantic.embedder().model_id(),
+                semantic.embedder().dimensions(),
+                semantic.vectors().len()
+            );
+            (Some(Arc::new(semantic)), note)
+        }
+        Ok(None) => (
+            None,
+            "semantic search off: no embedding model is configured (set embedding.model_dir \
+             or QUIRE_EMBEDDING_MODEL_DIR); search is keyword only"
+                .to_owned(),
+        ),
+        Err(e) => (
+            None,
+            format!("semantic search off: {e:#}; search is keyword only"),
+        ),
+    };
+    if semantic.is_some() {
+        tracing::info!("{semantic_note}");
+    } else {
+        tracing::warn!("{semantic_note}");
+    }
     let dyn_store: Arc<dyn Store> = store.clone();
-    let ingest = Arc::new(Ingest::new(
-        Arc::clone(&dyn_store),
-        Arc::clone(&index),
-        originals,
-        Arc::clone(&clock),
-        IngestSettings {
-            max_upload_bytes: config.limits.max_upload_bytes,
-            chunking: config.chunking,
-            parse_limits: config.parsing.limits(),
-            time_budget: Duration::from_secs(config.workers.time_budget_seconds),
-            isolation: config.parsing.isolation()?,
-            lease: chrono::Duration::seconds(
-                i64::try_from(config.workers.lease_seconds).unwrap_or(i64::MAX / 1000),
-            ),
-            max_attempts: config.workers.max_attempts,
-        },
-    ));
+    let ingest = Arc::new(
+        Ingest::new(
+            Arc::clone(&dyn_store),
+            Arc::clone(&index),
+            originals,
+            Arc::clone(&clock),
+            IngestSettings {
+                max_upload_bytes: config.limits.max_upload_bytes,
+                chunking: config.chunking,
+                parse_limits: config.parsing.limits(),
+                time_budget: Duration::from_secs(config.workers.time_budget_seconds),
+                isolation: config.parsing.isolation()?,
+                lease: chrono::Duration::seconds(
+                    i64::try_from(config.workers.lease_seconds).unwrap_or(i64::MAX / 1000),
+                ),
+                max_attempts: config.workers.max_attempts,
+            },
+        )
+        .with_semantic(semantic),
+    );
     let limiter = Arc::new(RateLimiter::new(
         Arc::clone(&dyn_store),
         Arc::clone(&clock),
@@ -82,6 +115,8 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
             max_json_bytes: config.limits.max_json_bytes,
             max_bulk_files: config.limits.max_bulk_files,
         },
+        search: config.search.settings(),
+        semantic_note: Arc::from(semantic_note),
     };
     Ok(App {
         state,
@@ -121,6 +156,22 @@ impl App {
                 "resuming jobs interrupted by the last shutdown"
             );
         }
+        // Vectors of documents deleted while the service ran without a model go first (before
+        // the workers start, since a document being processed has vectors before it is
+        // ready); then ready documents without vectors are embedded in the background.
+        let backfill = match self.state.ingest.semantic() {
+            Some(semantic) => {
+                let removed = semantic.remove_orphans(&*self.state.store).await?;
+                if removed > 0 {
+                    tracing::info!(documents = removed, "removed vectors of deleted documents");
+                }
+                Some(tokio::spawn(backfill(
+                    Arc::clone(semantic),
+                    Arc::clone(&self.state.store),
+                )))
+            }
+            None => None,
+        };
         let workers = self.config.workers.clone();
         let runner = (workers.count > 0).then(|| {
             JobRunner::start(
@@ -141,6 +192,9 @@ impl App {
             .await
             .context("HTTP server failed");
         housekeeping.abort();
+        if let Some(backfill) = backfill {
+            backfill.abort();
+        }
         if let Some(runner) = runner {
             runner
                 .shutdown(Duration::from_secs(workers.shutdown_grace_seconds))
@@ -149,6 +203,64 @@ impl App {
         drop(self.state);
         self.store.close().await;
         served
+    }
+}
+
+/// The embedder configured in `[embedding]`, if any. A configured model that cannot be loaded
+/// is an error the caller reports (the service then runs keyword-only rather than not at all).
+async fn open_semantic(config: &Config) -> anyhow::Result<Option<Arc<dyn Embedder>>> {
+    let embedding = &config.embedding;
+    if let Some(dir) = &embedding.model_dir {
+        let dir = expand_home(dir);
+        let loaded = tokio::task::spawn_blocking({
+            let dir = dir.clone();
+            move || LocalEmbedder::load(&dir)
+        })
+        .await?
+        .with_context(|| {
+            format!(
+                "could not load the embedding model in {} (run `quire model fetch` or \
+                 scripts/fetch-model)",
+                dir.display()
+            )
+        })?;
+        return Ok(Some(Arc::new(loaded)));
+    }
+    if let (Some(base_url), Some(model)) = (&embedding.base_url, &embedding.model) {
+        let mut settings = OpenAiSettings::new(base_url.clone(), model.clone());
+        settings.api_key = embedding.api_key.as_ref().map(|k| k.expose().clone());
+        settings.batch_size = embedding.batch_size;
+        settings.timeout = Duration::from_secs(embedding.timeout_seconds);
+        settings.query_prefix = embedding.query_prefix.clone();
+        settings.document_prefix = embedding.document_prefix.clone();
+        let remote = OpenAiEmbedder::connect(settings)
+            .await
+            .with_context(|| format!("the embedding server at {base_url} did not answer"))?;
+        return Ok(Some(Arc::new(remote)));
+    }
+    Ok(None)
+}
+
+/// `~/…` in a configured path, as a shell would expand it.
+fn expand_home(path: &Path) -> std::path::PathBuf {
+    match (path.strip_prefix("~"), std::env::var_os("HOME")) {
+        (Ok(rest), Some(home)) => Path::new(&home).join(rest),
+        _ => path.to_path_buf(),
+    }
+}
+
+async fn backfill(semantic: Arc<Semantic>, store: Arc<dyn Store>) {
+    match semantic.backfill(&*store).await {
+        Ok(report) if report.documents > 0 => tracing::info!(
+            documents = report.documents,
+            chunks = report.chunks,
+            "embedded the documents that had no vectors"
+        ),
+        Ok(_) => {}
+        Err(e) => tracing::error!(
+            error = %e,
+            "re-embedding stopped; documents without vectors are found by keywords only until the next start"
+        ),
     }
 }
 

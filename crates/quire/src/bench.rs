@@ -90,12 +90,12 @@ pub async fn search(base: &Config, args: SearchBenchArgs) -> anyhow::Result<()> 
     for (label, scope) in &scopes {
         // One warm-up pass so the first queries do not pay for page faults.
         for q in queries.iter().take(20) {
-            quire_http::search::keyword_search(&state, scope, q, limit).await?;
+            quire_http::search::search(&state, scope, q.as_str(), limit.get(), None).await?;
         }
         let mut times = Vec::with_capacity(queries.len());
         for q in &queries {
             let t = Instant::now();
-            quire_http::search::keyword_search(&state, scope, q, limit).await?;
+            quire_http::search::search(&state, scope, q.as_str(), limit.get(), None).await?;
             times.push(t.elapsed());
         }
         times.sort();

@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
+use quire_core::Secret;
 use quire_ingest::{ChunkingParams, Isolation, ParseLimits, WorkerCommand};
 use serde::{Deserialize, Serialize};
 use toml::{Table, Value};
@@ -30,6 +31,94 @@ pub struct Config {
     pub parsing: ParsingConfig,
     /// Background processing.
     pub workers: WorkersConfig,
+    /// The embedding model for semantic search.
+    pub embedding: EmbeddingConfig,
+    /// How keyword and vector rankings are combined.
+    pub search: SearchConfig,
+}
+
+/// `[embedding]`: where chunk and query vectors come from. With neither `model_dir` nor
+/// `base_url` set, semantic search is off and search is keyword only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmbeddingConfig {
+    /// A local sentence-transformers model directory (`config.json`, `vocab.txt`,
+    /// `model.safetensors`), such as all-MiniLM-L6-v2 from `quire model fetch`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_dir: Option<PathBuf>,
+    /// An OpenAI-compatible server's base URL (`…/v1`) to use instead of a local model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// The served model's name (with `base_url`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Bearer token for the server (with `base_url`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<Secret<String>>,
+    /// Texts per request to the server.
+    pub batch_size: usize,
+    /// Longest wait for one request to the server, in seconds.
+    pub timeout_seconds: u64,
+    /// Put before every query sent to the server (models such as E5 want `query: `).
+    pub query_prefix: String,
+    /// Put before every chunk sent to the server (E5: `passage: `).
+    pub document_prefix: String,
+}
+
+impl Default for EmbeddingConfig {
+    fn default() -> Self {
+        Self {
+            model_dir: None,
+            base_url: None,
+            model: None,
+            api_key: None,
+            batch_size: 64,
+            timeout_seconds: 30,
+            query_prefix: String::new(),
+            document_prefix: String::new(),
+        }
+    }
+}
+
+/// `[search]`: reciprocal rank fusion of the keyword and vector rankings (see
+/// `docs/retrieval.md` for how the defaults were chosen).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SearchConfig {
+    /// RRF's `k`: larger values flatten the difference between top and lower ranks.
+    pub rrf_k: f32,
+    /// Weight of the keyword ranking.
+    pub keyword_weight: f32,
+    /// Weight of the vector ranking.
+    pub vector_weight: f32,
+    /// Chunks taken from each ranking before fusion.
+    pub candidates: usize,
+}
+
+impl Default for SearchConfig {
+    fn default() -> Self {
+        let d = quire_http::search::SearchSettings::default();
+        Self {
+            rrf_k: d.fusion.k,
+            keyword_weight: d.fusion.keyword_weight,
+            vector_weight: d.fusion.vector_weight,
+            candidates: d.candidates,
+        }
+    }
+}
+
+impl SearchConfig {
+    /// The settings handed to the search code.
+    pub fn settings(&self) -> quire_http::search::SearchSettings {
+        quire_http::search::SearchSettings {
+            fusion: quire_search::FusionParams {
+                k: self.rrf_k,
+                keyword_weight: self.keyword_weight,
+                vector_weight: self.vector_weight,
+            },
+            candidates: self.candidates,
+        }
+    }
 }
 
 /// `[log]`.
@@ -156,6 +245,8 @@ impl Default for Config {
             chunking: ChunkingParams::default(),
             parsing: ParsingConfig::default(),
             workers: WorkersConfig::default(),
+            embedding: EmbeddingConfig::default(),
+            search: SearchConfig::default(),
         }
     }
 }
@@ -256,6 +347,28 @@ impl Config {
         if !matches!(self.log.format.as_str(), "text" | "json") {
             bail!("log.format must be \"text\" or \"json\"");
         }
+        let e = &self.embedding;
+        if e.model_dir.is_some() && e.base_url.is_some() {
+            bail!(
+                "set either embedding.model_dir (a local model) or embedding.base_url (an \
+                 OpenAI-compatible server), not both"
+            );
+        }
+        if e.base_url.is_some() && e.model.is_none() {
+            bail!("embedding.base_url needs embedding.model (the served model's name)");
+        }
+        if e.batch_size == 0 || e.timeout_seconds == 0 {
+            bail!("embedding.batch_size and embedding.timeout_seconds must be at least 1");
+        }
+        let s = &self.search;
+        if !(s.rrf_k >= 0.0 && s.keyword_weight >= 0.0 && s.vector_weight >= 0.0)
+            || s.keyword_weight + s.vector_weight <= 0.0
+        {
+            bail!("search.rrf_k and the weights must be non-negative, and a weight positive");
+        }
+        if s.candidates == 0 {
+            bail!("search.candidates must be at least 1");
+        }
         Ok(())
     }
 
@@ -302,11 +415,33 @@ fn merge(base: &mut Table, over: Table) {
 
 /// Settings that are unset (`None`) by default, as (table, key, example value). They are
 /// missing from the table of defaults, where [`apply_env`] looks, so they are handled apart.
-const OPTIONAL_SETTINGS: &[(&str, &str, &str)] = &[(
-    "parsing",
-    "worker_program",
-    "\"/usr/lib/quire/quire\"  # unset: the running quire binary",
-)];
+const OPTIONAL_SETTINGS: &[(&str, &str, &str)] = &[
+    (
+        "parsing",
+        "worker_program",
+        "\"/usr/lib/quire/quire\"  # unset: the running quire binary",
+    ),
+    (
+        "embedding",
+        "model_dir",
+        "\"~/.cache/quire-models/all-MiniLM-L6-v2\"  # unset (and no base_url): keyword search only",
+    ),
+    (
+        "embedding",
+        "base_url",
+        "\"http://localhost:11434/v1\"  # an OpenAI-compatible /v1/embeddings server",
+    ),
+    (
+        "embedding",
+        "model",
+        "\"nomic-embed-text\"  # with base_url",
+    ),
+    (
+        "embedding",
+        "api_key",
+        "\"sk-…\"  # with base_url, if the server wants one",
+    ),
+];
 
 /// Sets each optional setting whose environment variable is set; an empty value unsets it.
 fn apply_optional_env(table: &mut Table, env: &[(String, String)]) {

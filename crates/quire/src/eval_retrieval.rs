@@ -1,22 +1,24 @@
 //! `quire eval retrieval`: ingests a BEIR-layout corpus through the product's own pipeline
-//! (staging, parsing in the worker, chunking, store, index) into a temporary data directory,
-//! runs every judged query through the product's search, folds chunk hits into a document
-//! ranking (a document ranks where its best chunk does) and prints nDCG@10, Recall@100,
-//! MRR@10, ingest chunks/second and query latency percentiles. The vector and hybrid modes
-//! embed the same chunks with the product's embedder into the product's vector index and fuse
-//! with the product's reciprocal rank fusion, in-process.
+//! (staging, parsing in the worker, chunking, embedding, store, keyword and vector indexes)
+//! into a temporary data directory, runs every judged query through the product's search
+//! function (the one `POST /api/v1/search` calls), folds chunk hits into a document ranking (a
+//! document ranks where its best chunk does) and prints nDCG@10, Recall@100, MRR@10, ingest
+//! chunks/second and query latency percentiles.
+//!
+//! `--sweep` also tries a grid of fusion settings on the same rankings (each query's keyword
+//! and vector lists computed once, fused with the product's fusion function), which is how the
+//! defaults were chosen.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
-use quire_core::{DocumentId, SourceId, SourceScope};
-use quire_ingest::chunk_blocks;
-use quire_models::LocalEmbedder;
-use quire_search::{FusionParams, VectorIndex, reciprocal_rank_fusion};
+use quire_core::{DocumentId, SourceScope};
+use quire_http::AppState;
+use quire_http::search::{Retrieval, search};
+use quire_search::{FusionParams, reciprocal_rank_fusion};
 
 use crate::bench::{ingest_markdown, ms, percentile, read_jsonl, scratch_app};
 use crate::config::Config;
@@ -52,20 +54,27 @@ pub struct RetrievalEvalArgs {
     #[arg(long, value_name = "FILE")]
     qrels: PathBuf,
     /// Retrievers to evaluate.
-    #[arg(long, value_enum, default_value = "keyword")]
+    #[arg(long, value_enum, default_value = "hybrid")]
     mode: Mode,
-    /// Embedding model directory (vector and hybrid modes).
-    #[arg(long, value_name = "DIR", env = "QUIRE_EMBEDDING_MODEL_DIR")]
+    /// Embedding model directory (vector and hybrid modes); defaults to the configured
+    /// `embedding.model_dir`.
+    #[arg(long, value_name = "DIR")]
     model_dir: Option<PathBuf>,
     /// Documents to ingest at most (all by default).
     #[arg(long)]
     documents: Option<usize>,
-    /// RRF's `k` for the hybrid mode.
-    #[arg(long, default_value_t = FusionParams::default().k)]
-    rrf_k: f32,
-    /// Weight of the vector list in the hybrid mode (the keyword list weighs 1).
-    #[arg(long, default_value_t = FusionParams::default().vector_weight)]
-    vector_weight: f32,
+    /// RRF's `k` for the hybrid mode (default: the configured `search.rrf_k`).
+    #[arg(long)]
+    rrf_k: Option<f32>,
+    /// Weight of the vector ranking (default: the configured `search.vector_weight`).
+    #[arg(long)]
+    vector_weight: Option<f32>,
+    /// Weight of the keyword ranking (default: the configured `search.keyword_weight`).
+    #[arg(long)]
+    keyword_weight: Option<f32>,
+    /// Also try a grid of fusion settings on the same rankings and print the best.
+    #[arg(long)]
+    sweep: bool,
 }
 
 /// What one retriever scored over the judged queries.
@@ -103,21 +112,36 @@ pub async fn retrieval(base: &Config, args: RetrievalEvalArgs) -> anyhow::Result
     if queries.is_empty() || corpus.is_empty() {
         bail!("nothing to evaluate: no judged queries or no documents");
     }
-    let semantic = args.mode != Mode::Keyword;
-    let embedder = match (&args.model_dir, semantic) {
-        (Some(dir), true) => Some(Arc::new(LocalEmbedder::load(dir).with_context(|| {
-            format!("could not load the embedding model in {}", dir.display())
-        })?)),
-        (None, true) => bail!(
+    let mut config = base.clone();
+    if let Some(k) = args.rrf_k {
+        config.search.rrf_k = k;
+    }
+    if let Some(w) = args.vector_weight {
+        config.search.vector_weight = w;
+    }
+    if let Some(w) = args.keyword_weight {
+        config.search.keyword_weight = w;
+    }
+    config.search.candidates = config.search.candidates.max(CHUNK_HITS);
+    if args.mode == Mode::Keyword {
+        config.embedding.model_dir = None;
+        config.embedding.base_url = None;
+    } else if let Some(dir) = &args.model_dir {
+        config.embedding.model_dir = Some(dir.clone());
+        config.embedding.base_url = None;
+    } else if config.embedding.model_dir.is_none() && config.embedding.base_url.is_none() {
+        bail!(
             "--mode {:?} needs an embedding model: pass --model-dir DIR or set \
-             QUIRE_EMBEDDING_MODEL_DIR (scripts/fetch-model puts one in a cache)",
+             QUIRE_EMBEDDING_MODEL_DIR (`quire model fetch` or scripts/fetch-model put one in a cache)",
             args.mode
-        ),
-        _ => None,
-    };
+        );
+    }
 
-    let (scratch, app, config) = scratch_app(base).await?;
+    let (_scratch, app, config) = scratch_app(&config).await?;
     let state = app.state().clone();
+    if args.mode != Mode::Keyword && state.ingest.semantic().is_none() {
+        bail!("{}", state.semantic_note);
+    }
     let started = Instant::now();
     let documents: Vec<(String, String)> = corpus
         .iter()
@@ -130,7 +154,7 @@ pub async fn retrieval(base: &Config, args: RetrievalEvalArgs) -> anyhow::Result
             (doc["_id"].as_str().unwrap_or_default().to_owned(), text)
         })
         .collect();
-    let (source, ids) = ingest_markdown(
+    let (_, ids) = ingest_markdown(
         &state,
         "eval",
         documents
@@ -138,14 +162,10 @@ pub async fn retrieval(base: &Config, args: RetrievalEvalArgs) -> anyhow::Result
             .map(|(id, text)| (format!("{id}.md"), text.clone())),
     )
     .await?;
-    let corpus_id_of: HashMap<DocumentId, String> = ids
+    let corpus_id_of: HashMap<String, String> = ids
         .iter()
         .zip(&documents)
-        .map(|(document, (id, _))| (*document, id.clone()))
-        .collect();
-    let texts: Vec<(DocumentId, String)> = ids
-        .into_iter()
-        .zip(documents.into_iter().map(|(_, text)| text))
+        .map(|(document, (id, _))| (document.to_string(), id.clone()))
         .collect();
     let ingest_seconds = started.elapsed().as_secs_f64();
     let chunks = state.index.chunk_count();
@@ -154,84 +174,53 @@ pub async fn retrieval(base: &Config, args: RetrievalEvalArgs) -> anyhow::Result
         corpus.len(),
         queries.len()
     );
+    let what = match state.ingest.semantic() {
+        Some(s) => format!(
+            "parse, chunk, embed with {}, store, index",
+            s.embedder().model_id()
+        ),
+        None => "parse, chunk, store, index".to_owned(),
+    };
     println!(
-        "ingest, keyword  {ingest_seconds:.1} s, {:.1} chunks/s (parse, chunk, store, index)",
+        "ingest {ingest_seconds:.1} s, {:.1} chunks/s ({what}, one worker)",
         chunks as f64 / ingest_seconds
     );
 
-    let vectors = match &embedder {
-        Some(embedder) => Some(embed_corpus(
-            embedder,
-            &texts,
-            &config,
-            source.id,
-            scratch.path(),
-        )?),
-        None => None,
+    let modes: Vec<(&str, Retrieval)> = match args.mode {
+        Mode::Keyword => vec![("keyword", Retrieval::Keyword)],
+        Mode::Vector => vec![("vector", Retrieval::Vector)],
+        Mode::Hybrid => vec![("hybrid", Retrieval::Hybrid)],
+        Mode::All => vec![
+            ("keyword", Retrieval::Keyword),
+            ("vector", Retrieval::Vector),
+            ("hybrid", Retrieval::Hybrid),
+        ],
     };
-    let fusion = FusionParams {
-        k: args.rrf_k,
-        keyword_weight: 1.0,
-        vector_weight: args.vector_weight,
-    };
-
-    let mut keyword = Scores::default();
-    let mut vector = Scores::default();
-    let mut hybrid = Scores::default();
     let scope = SourceScope::All;
-    let to_documents = |ids: &mut dyn Iterator<Item = DocumentId>| -> Vec<String> {
+    let to_documents = |ids: &mut dyn Iterator<Item = &str>| -> Vec<String> {
         let mut seen = HashSet::new();
-        ids.filter(|id| seen.insert(*id))
-            .filter_map(|id| corpus_id_of.get(&id).cloned())
+        ids.filter(|id| seen.insert(id.to_string()))
+            .filter_map(|id| corpus_id_of.get(id).cloned())
             .collect()
     };
-    for (query_id, text) in &queries {
-        let judged = &judgements[query_id];
-        let timed = Instant::now();
-        let keyword_hits = state.index.search(text, &scope, CHUNK_HITS)?;
-        let keyword_took = timed.elapsed();
-        keyword.add(
-            &to_documents(&mut keyword_hits.iter().map(|h| h.document_id)),
-            judged,
-            keyword_took,
-        );
-        let (Some(embedder), Some(index)) = (&embedder, &vectors) else {
-            continue;
-        };
-        let timed = Instant::now();
-        let query = embedder.embed(&[text.as_str()])?.remove(0);
-        let vector_hits = index.search(&query, &scope, CHUNK_HITS)?;
-        let vector_took = timed.elapsed();
-        vector.add(
-            &to_documents(&mut vector_hits.iter().map(|h| h.document_id)),
-            judged,
-            vector_took,
-        );
-        let timed = Instant::now();
-        let fused = reciprocal_rank_fusion(&keyword_hits, &vector_hits, fusion);
-        let fused_took = timed.elapsed() + keyword_took + vector_took;
-        hybrid.add(
-            &to_documents(&mut fused.iter().map(|h| h.document_id)),
-            judged,
-            fused_took,
-        );
-    }
     println!(
         "\n{:<8} {:>8} {:>10} {:>8} {:>10} {:>10}",
         "mode", "nDCG@10", "Recall@100", "MRR@10", "p50 ms", "p99 ms"
     );
     let n = queries.len() as f64;
-    let rows: Vec<(&str, &mut Scores)> = match args.mode {
-        Mode::Keyword => vec![("keyword", &mut keyword)],
-        Mode::Vector => vec![("vector", &mut vector)],
-        Mode::Hybrid => vec![("hybrid", &mut hybrid)],
-        Mode::All => vec![
-            ("keyword", &mut keyword),
-            ("vector", &mut vector),
-            ("hybrid", &mut hybrid),
-        ],
-    };
-    for (label, scores) in rows {
+    for (label, retrieval) in &modes {
+        // A short warm-up, so the first queries do not pay for page faults.
+        for (_, text) in queries.iter().take(10) {
+            search(&state, &scope, text, CHUNK_HITS, Some(*retrieval)).await?;
+        }
+        let mut scores = Scores::default();
+        for (query_id, text) in &queries {
+            let timed = Instant::now();
+            let outcome = search(&state, &scope, text, CHUNK_HITS, Some(*retrieval)).await?;
+            let took = timed.elapsed();
+            let ranked = to_documents(&mut outcome.results.iter().map(|r| r.document.id.as_str()));
+            scores.add(&ranked, &judgements[query_id], took);
+        }
         scores.times.sort();
         println!(
             "{label:<8} {:>8.4} {:>10.4} {:>8.4} {:>10.2} {:>10.2}",
@@ -242,56 +231,70 @@ pub async fn retrieval(base: &Config, args: RetrievalEvalArgs) -> anyhow::Result
             ms(percentile(&scores.times, 0.99)),
         );
     }
+    let fusion = config.search.settings().fusion;
     if args.mode != Mode::Keyword {
         println!(
-            "(vector and hybrid latency include embedding the query; hybrid: RRF k {}, vector weight {})",
-            fusion.k, fusion.vector_weight
+            "(latency is the product's search call: query embedding, both rankings, fusion and \
+             the store lookups; hybrid: RRF k {}, keyword weight {}, vector weight {})",
+            fusion.k, fusion.keyword_weight, fusion.vector_weight
         );
     }
     println!(
         "(each query fetches the top {CHUNK_HITS} chunks; a document ranks where its best chunk does)"
     );
+    if args.sweep && args.mode != Mode::Keyword {
+        sweep(&state, &queries, &judgements, &corpus_id_of).await?;
+    }
     Ok(())
 }
 
-/// Chunks every document exactly as the ingestion pipeline does (the same parser and chunker
-/// with the same settings, so ordinals match the keyword index's) and puts their embeddings
-/// in a vector index in the scratch directory.
-fn embed_corpus(
-    embedder: &LocalEmbedder,
-    texts: &[(DocumentId, String)],
-    config: &Config,
-    source: SourceId,
-    scratch: &std::path::Path,
-) -> anyhow::Result<VectorIndex> {
-    let index = VectorIndex::open(
-        &scratch.join("vectors"),
-        embedder.name(),
-        embedder.dimensions(),
-    )?;
-    let started = Instant::now();
-    let mut chunk_count = 0usize;
-    for (document, text) in texts {
-        let parsed = quire_parse::parse(
-            text.as_bytes(),
-            "doc.md",
-            "text/markdown",
-            &config.parsing.limits(),
-        )?;
-        let chunks = chunk_blocks(&parsed.blocks, config.chunking);
-        let contents: Vec<&str> = chunks.iter().map(|c| c.content.as_str()).collect();
-        let vectors = embedder.embed(&contents)?;
-        let entries: Vec<(u32, Vec<f32>)> = chunks.iter().map(|c| c.ordinal).zip(vectors).collect();
-        chunk_count += entries.len();
-        index.replace_document(*document, source, &entries)?;
+/// Fuses each query's keyword and vector rankings (computed once) under a grid of settings and
+/// prints nDCG@10 for each, best last.
+async fn sweep(
+    state: &AppState,
+    queries: &[(String, String)],
+    judgements: &HashMap<String, Judgements>,
+    corpus_id_of: &HashMap<String, String>,
+) -> anyhow::Result<()> {
+    let Some(semantic) = state.ingest.semantic() else {
+        return Ok(());
+    };
+    let scope = SourceScope::All;
+    let mut rankings = Vec::with_capacity(queries.len());
+    for (query_id, text) in queries {
+        let keyword = state.index.search(text, &scope, CHUNK_HITS)?;
+        let embedding = semantic.embed_query(text).await?;
+        let vector = semantic.vectors().search(&embedding, &scope, CHUNK_HITS)?;
+        rankings.push((query_id, keyword, vector));
     }
-    let seconds = started.elapsed().as_secs_f64();
-    println!(
-        "ingest, vector   {seconds:.1} s, {:.1} chunks/s (embed {} chunks, index)",
-        chunk_count as f64 / seconds,
-        chunk_count
-    );
-    Ok(index)
+    let name_of = |id: DocumentId| corpus_id_of.get(&id.to_string()).cloned();
+    let mut results = Vec::new();
+    for k in [5.0, 10.0, 20.0, 30.0, 40.0, 60.0, 80.0, 100.0] {
+        for vector_weight in [0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0] {
+            let params = FusionParams {
+                k,
+                keyword_weight: 1.0,
+                vector_weight,
+            };
+            let mut ndcg = 0.0;
+            for (query_id, keyword, vector) in &rankings {
+                let mut seen = HashSet::new();
+                let ranked: Vec<String> = reciprocal_rank_fusion(keyword, vector, params)
+                    .into_iter()
+                    .filter(|h| seen.insert(h.document_id))
+                    .filter_map(|h| name_of(h.document_id))
+                    .collect();
+                ndcg += ndcg_at(&ranked, &judgements[*query_id], 10);
+            }
+            results.push((ndcg / queries.len() as f64, k, vector_weight));
+        }
+    }
+    results.sort_by(|a, b| a.0.total_cmp(&b.0));
+    println!("\nfusion sweep (keyword weight 1): nDCG@10 by k and vector weight, best last");
+    for (ndcg, k, w) in results.iter().rev().take(12).rev() {
+        println!("  k {k:>5}  vector weight {w:>4}  nDCG@10 {ndcg:.4}");
+    }
+    Ok(())
 }
 
 /// Judgements by query id from a BEIR qrels TSV (header line skipped).

@@ -7,7 +7,6 @@ use serde::Deserialize;
 
 use crate::auth::{Principal, Read, Require};
 use crate::extract::ApiJson;
-use crate::search::keyword_search;
 use crate::wire::SearchResponseJson;
 use crate::{ApiError, AppState};
 
@@ -32,8 +31,10 @@ pub(super) async fn search(
         .map_err(|e| ApiError::BadRequest(e.0))?
         .unwrap_or_default();
     let scope = requested_scope(&state, &caller, body.source_ids.as_deref()).await?;
-    let results = keyword_search(&state, &scope, &query, limit).await?;
-    Ok(Json(SearchResponseJson { results }))
+    let outcome = crate::search::search(&state, &scope, query.as_str(), limit.get(), None).await?;
+    Ok(Json(SearchResponseJson {
+        results: outcome.results,
+    }))
 }
 
 /// The caller's scope narrowed to `sourceIds`. Ids that are malformed answer 400; ids that do

@@ -14,4 +14,5 @@ mod pdf;
 mod rate_limits;
 mod scope;
 mod search;
+mod semantic;
 mod sources;
