@@ -10,6 +10,7 @@ use candle_core::{D, DType, Device, Tensor};
 use serde::Deserialize;
 
 use crate::ModelError;
+use crate::fused::{LayerNormOp, MaskedSoftmaxOp, values};
 
 /// The parts of `config.json` the forward pass needs.
 #[derive(Debug, Clone, Deserialize)]
@@ -62,28 +63,18 @@ impl Linear {
     }
 }
 
-struct LayerNorm {
-    weight: Tensor,
-    bias: Tensor,
-    eps: f64,
-}
+struct LayerNorm(LayerNormOp);
 
 impl LayerNorm {
     fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        let mean = x.mean_keepdim(D::Minus1)?;
-        let centered = x.broadcast_sub(&mean)?;
-        let variance = centered.sqr()?.mean_keepdim(D::Minus1)?;
-        let normed = centered.broadcast_div(&(variance + self.eps)?.sqrt()?)?;
-        normed
-            .broadcast_mul(&self.weight)?
-            .broadcast_add(&self.bias)
+        x.contiguous()?.apply_op1_no_bwd(&self.0)
     }
 }
 
 struct Layer {
-    query: Linear,
-    key: Linear,
-    value: Linear,
+    /// Query, key and value projections side by side (`[hidden, 3 × hidden]`): one product
+    /// instead of three.
+    query_key_value: Linear,
     attention_out: Linear,
     attention_norm: LayerNorm,
     intermediate: Linear,
@@ -147,10 +138,11 @@ impl Bert {
         let mut layers = Vec::with_capacity(config.num_hidden_layers);
         for i in 0..config.num_hidden_layers {
             let p = format!("encoder.layer.{i}");
+            let projections = ["query", "key", "value"]
+                .map(|name| linear(&mut take, &format!("{p}.attention.self.{name}")));
+            let [query, key, value] = projections;
             layers.push(Layer {
-                query: linear(&mut take, &format!("{p}.attention.self.query"))?,
-                key: linear(&mut take, &format!("{p}.attention.self.key"))?,
-                value: linear(&mut take, &format!("{p}.attention.self.value"))?,
+                query_key_value: side_by_side(&[query?, key?, value?])?,
                 attention_out: linear(&mut take, &format!("{p}.attention.output.dense"))?,
                 attention_norm: norm(&mut take, &format!("{p}.attention.output.LayerNorm"), eps)?,
                 intermediate: linear(&mut take, &format!("{p}.intermediate.dense"))?,
@@ -202,7 +194,10 @@ impl Bert {
         let mask = Tensor::from_vec(mask, (batch, len), &self.device)?;
         // Added to the attention scores: 0 for real tokens, a large negative for padding, so
         // padding gets exactly zero weight after the softmax.
-        let attention_bias = ((mask.clone() - 1.0)? * 1e9)?.reshape((batch, 1, 1, len))?;
+        let attention_bias: Vec<f32> = values(&mask)?
+            .into_iter()
+            .map(|m| (m - 1.0) * 1e9)
+            .collect();
 
         let positions = Tensor::arange(0u32, len as u32, &self.device)?;
         let token_types = Tensor::zeros((batch, len), DType::U32, &self.device)?;
@@ -232,20 +227,23 @@ impl Bert {
         pooled.broadcast_div(&norms)?.to_vec2()
     }
 
-    fn layer(&self, layer: &Layer, x: &Tensor, bias: &Tensor) -> candle_core::Result<Tensor> {
+    fn layer(&self, layer: &Layer, x: &Tensor, bias: &[f32]) -> candle_core::Result<Tensor> {
         let (batch, len, hidden) = x.dims3()?;
-        // [batch, len, hidden] -> [batch, heads, len, head_dim]
-        let split = |t: Tensor| -> candle_core::Result<Tensor> {
-            t.reshape((batch, len, self.heads, self.head_dim))?
-                .transpose(1, 2)?
-                .contiguous()
-        };
-        let q = split(layer.query.forward(x)?)?;
-        let k = split(layer.key.forward(x)?)?;
-        let v = split(layer.value.forward(x)?)?;
-        let scale = 1.0 / (self.head_dim as f64).sqrt();
-        let scores = (q.matmul(&k.transpose(2, 3)?.contiguous()?)? * scale)?.broadcast_add(bias)?;
-        let weights = softmax_last(&scores)?;
+        // [batch, len, 3 × hidden] -> 3 × [batch, heads, len, head_dim]
+        let qkv = layer
+            .query_key_value
+            .forward(x)?
+            .reshape((batch, len, 3, self.heads, self.head_dim))?
+            .permute((2, 0, 3, 1, 4))?
+            .contiguous()?;
+        let (q, k, v) = (qkv.get(0)?, qkv.get(1)?, qkv.get(2)?);
+        let scores = q.matmul(&k.transpose(2, 3)?.contiguous()?)?;
+        let weights = scores.apply_op1_no_bwd(&MaskedSoftmaxOp {
+            scale: 1.0 / (self.head_dim as f32).sqrt(),
+            mask: bias.to_vec(),
+            keys: len,
+            rows_per_sequence: self.heads * len,
+        })?;
         let context = weights
             .matmul(&v)?
             .transpose(1, 2)?
@@ -261,11 +259,15 @@ impl Bert {
     }
 }
 
-fn softmax_last(x: &Tensor) -> candle_core::Result<Tensor> {
-    let max = x.max_keepdim(D::Minus1)?;
-    let exp = x.broadcast_sub(&max)?.exp()?;
-    let sum = exp.sum_keepdim(D::Minus1)?;
-    exp.broadcast_div(&sum)
+/// Linear layers of the same input side by side: their outputs concatenated.
+fn side_by_side(parts: &[Linear]) -> Result<Linear, ModelError> {
+    let weights: Vec<&Tensor> = parts.iter().map(|l| &l.weight_t).collect();
+    let biases: Vec<&Tensor> = parts.iter().map(|l| &l.bias).collect();
+    let weird = |e: candle_core::Error| ModelError::Weights(e.to_string());
+    Ok(Linear {
+        weight_t: Tensor::cat(&weights, 1).map_err(weird)?,
+        bias: Tensor::cat(&biases, 0).map_err(weird)?,
+    })
 }
 
 fn linear(
@@ -288,9 +290,12 @@ fn norm(
     prefix: &str,
     eps: f64,
 ) -> Result<LayerNorm, ModelError> {
-    Ok(LayerNorm {
-        weight: take(&format!("{prefix}.weight"))?,
-        bias: take(&format!("{prefix}.bias"))?,
-        eps,
-    })
+    let mut weights = |name: &str| -> Result<Vec<f32>, ModelError> {
+        values(&take(&format!("{prefix}.{name}"))?).map_err(|e| ModelError::Weights(e.to_string()))
+    };
+    Ok(LayerNorm(LayerNormOp {
+        weight: weights("weight")?,
+        bias: weights("bias")?,
+        eps: eps as f32,
+    }))
 }

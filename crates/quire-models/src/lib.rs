@@ -8,6 +8,7 @@
 mod bert;
 mod embedder;
 pub mod fetch;
+mod fused;
 mod http;
 mod local;
 mod openai;
