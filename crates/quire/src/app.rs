@@ -210,7 +210,16 @@ impl App {
 /// is an error the caller reports (the service then runs keyword-only rather than not at all).
 async fn open_semantic(config: &Config) -> anyhow::Result<Option<Arc<dyn Embedder>>> {
     let embedding = &config.embedding;
-    if let Some(dir) = &embedding.model_dir {
+    let cached = || {
+        let dir = quire_models::fetch::model_cache_dir()?.join("all-MiniLM-L6-v2");
+        dir.join("model.safetensors").is_file().then_some(dir)
+    };
+    let model_dir = match (&embedding.model_dir, &embedding.base_url) {
+        (Some(dir), _) => Some(dir.clone()),
+        (None, None) if embedding.use_cached_model => cached(),
+        _ => None,
+    };
+    if let Some(dir) = &model_dir {
         let dir = expand_home(dir);
         let loaded = tokio::task::spawn_blocking({
             let dir = dir.clone();

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::Args;
-use quire_ingest::{ChunkingParams, chunk_blocks};
+use quire_ingest::{ChunkingParams, chunk_blocks, embedding_text};
 use quire_models::LocalEmbedder;
 use quire_models::throughput::{forward_flops, matmul_gflops};
 
@@ -29,6 +29,9 @@ pub struct EmbedBenchArgs {
     /// Timed rounds over the chunks; the report gives the median round.
     #[arg(long, default_value_t = 3)]
     rounds: usize,
+    /// BEIR `queries.jsonl`: also time embedding each query alone, as search does.
+    #[arg(long, value_name = "FILE")]
+    queries: Option<PathBuf>,
 }
 
 /// Runs the benchmark and prints its report.
@@ -92,6 +95,38 @@ pub fn embed(args: EmbedBenchArgs) -> anyhow::Result<()> {
         100.0 * achieved / shaped,
         100.0 * achieved / square
     );
+    if let Some(path) = &args.queries {
+        query_latency(&embedder, path)?;
+    }
+    Ok(())
+}
+
+/// Embeds each query on its own, as a search does, and prints the latency percentiles.
+fn query_latency(embedder: &LocalEmbedder, path: &PathBuf) -> anyhow::Result<()> {
+    let queries: Vec<String> = crate::bench::read_jsonl(path, 1000)?
+        .into_iter()
+        .filter_map(|v| v["text"].as_str().map(str::to_owned))
+        .collect();
+    anyhow::ensure!(!queries.is_empty(), "no queries in {}", path.display());
+    for q in queries.iter().take(10) {
+        embedder.embed(&[q.as_str()])?;
+    }
+    let mut times = Vec::with_capacity(queries.len());
+    let mut tokens = 0;
+    for q in &queries {
+        tokens += embedder.token_ids(q).len();
+        let started = Instant::now();
+        embedder.embed(&[q.as_str()])?;
+        times.push(started.elapsed());
+    }
+    times.sort();
+    println!(
+        "query embedding         p50 {:.2} ms  p99 {:.2} ms  ({} queries, {:.1} tokens each)",
+        crate::bench::ms(crate::bench::percentile(&times, 0.5)),
+        crate::bench::ms(crate::bench::percentile(&times, 0.99)),
+        queries.len(),
+        tokens as f64 / queries.len() as f64
+    );
     Ok(())
 }
 
@@ -110,7 +145,7 @@ fn corpus_chunks(path: &PathBuf, max: usize) -> anyhow::Result<Vec<String>> {
         );
         let blocks = quire_parse::markdown(&markdown).blocks;
         for chunk in chunk_blocks(&blocks, ChunkingParams::default()) {
-            chunks.push(chunk.content);
+            chunks.push(embedding_text(&chunk));
             if chunks.len() == max {
                 return Ok(chunks);
             }

@@ -38,7 +38,8 @@ pub struct Config {
 }
 
 /// `[embedding]`: where chunk and query vectors come from. With neither `model_dir` nor
-/// `base_url` set, semantic search is off and search is keyword only.
+/// `base_url` set, the model `quire model fetch` put in the cache is used when it is there
+/// (`use_cached_model`); otherwise semantic search is off and search is keyword only.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct EmbeddingConfig {
@@ -59,6 +60,10 @@ pub struct EmbeddingConfig {
     pub batch_size: usize,
     /// Longest wait for one request to the server, in seconds.
     pub timeout_seconds: u64,
+    /// With neither `model_dir` nor `base_url`: use all-MiniLM-L6-v2 from the model cache
+    /// (`~/.cache/quire-models`, or `QUIRE_MODEL_CACHE`) if `quire model fetch` or
+    /// `scripts/fetch-model` put it there.
+    pub use_cached_model: bool,
     /// Put before every query sent to the server (models such as E5 want `query: `).
     pub query_prefix: String,
     /// Put before every chunk sent to the server (E5: `passage: `).
@@ -74,6 +79,7 @@ impl Default for EmbeddingConfig {
             api_key: None,
             batch_size: 64,
             timeout_seconds: 30,
+            use_cached_model: true,
             query_prefix: String::new(),
             document_prefix: String::new(),
         }

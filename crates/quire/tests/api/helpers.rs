@@ -42,6 +42,8 @@ pub fn test_config(data_dir: &Path) -> Config {
         ..Config::default()
     };
     config.workers.poll_interval_ms = 50;
+    // Tests say which model they use; the developer's model cache must not change the results.
+    config.embedding.use_cached_model = false;
     // Here the running program is the test harness: parse in the real binary's workers.
     config.parsing.worker_program = Some(PathBuf::from(env!("CARGO_BIN_EXE_quire")));
     config
