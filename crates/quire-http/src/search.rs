@@ -12,7 +12,9 @@ use std::sync::Arc;
 
 use quire_core::{DocumentId, SourceScope};
 use quire_ingest::Semantic;
-use quire_search::{FusionParams, KeywordHit, VectorHit, reciprocal_rank_fusion};
+use quire_search::{
+    FusionParams, KeywordHit, VectorHit, convex_combination, reciprocal_rank_fusion,
+};
 
 use crate::wire::{MetadataJson, RefJson, SearchResultJson};
 use crate::{ApiError, AppState};
@@ -20,10 +22,21 @@ use crate::{ApiError, AppState};
 /// Extra hits fetched beyond `limit`, to make up for stale ones dropped after the store check.
 const STALE_MARGIN: usize = 8;
 
+/// How the keyword and vector rankings are combined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FusionMethod {
+    /// Reciprocal rank fusion: `weight / (k + rank)` from each ranking.
+    ReciprocalRank,
+    /// A weighted sum of the rankings' scores, each normalised to [0, 1].
+    Convex,
+}
+
 /// How searches are run (`[search]` in the config file).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SearchSettings {
-    /// How keyword and vector rankings are fused.
+    /// Which fusion.
+    pub method: FusionMethod,
+    /// Its parameters (`k` for rank fusion only).
     pub fusion: FusionParams,
     /// Chunks taken from each ranking before fusion (at least the request's `limit`).
     pub candidates: usize,
@@ -32,6 +45,7 @@ pub struct SearchSettings {
 impl Default for SearchSettings {
     fn default() -> Self {
         Self {
+            method: FusionMethod::ReciprocalRank,
             fusion: FusionParams::default(),
             candidates: 100,
         }
@@ -119,7 +133,7 @@ pub async fn search(
         }
         Err(e) => return Err(e),
     };
-    let ranked = rank(retrieval, &keyword, &vector, state.search.fusion);
+    let ranked = rank(retrieval, &keyword, &vector, &state.search);
     let results = resolve(state, scope, ranked, keyword, limit).await?;
     Ok(SearchOutcome { results, retrieval })
 }
@@ -161,8 +175,9 @@ fn rank(
     retrieval: Retrieval,
     keyword: &[KeywordHit],
     vector: &[VectorHit],
-    fusion: FusionParams,
+    settings: &SearchSettings,
 ) -> Vec<Ranked> {
+    let fusion = settings.fusion;
     match retrieval {
         Retrieval::Keyword => keyword
             .iter()
@@ -181,8 +196,15 @@ fn rank(
             })
             .collect(),
         Retrieval::Hybrid => {
-            let best = (fusion.keyword_weight + fusion.vector_weight) / (fusion.k + 1.0);
-            reciprocal_rank_fusion(keyword, vector, fusion)
+            let weights = fusion.keyword_weight + fusion.vector_weight;
+            let (fused, best) = match settings.method {
+                FusionMethod::ReciprocalRank => (
+                    reciprocal_rank_fusion(keyword, vector, fusion),
+                    weights / (fusion.k + 1.0),
+                ),
+                FusionMethod::Convex => (convex_combination(keyword, vector, fusion), weights),
+            };
+            fused
                 .into_iter()
                 .map(|h| Ranked {
                     document_id: h.document_id,

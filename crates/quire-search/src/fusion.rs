@@ -1,6 +1,7 @@
-//! Reciprocal rank fusion of keyword and vector results: each list gives a chunk
-//! `weight / (k + rank)` (rank from 1), and chunks are ordered by the sum. Ranks, not raw
-//! scores, so BM25's unbounded scores and cosine similarities need no calibration.
+//! Fusion of keyword and vector results. Reciprocal rank fusion: each list gives a chunk
+//! `weight / (k + rank)` (rank from 1), and chunks are ordered by the sum; ranks, not raw
+//! scores, so BM25's unbounded scores and cosine similarities need no calibration. Convex
+//! combination: each list's scores normalised to [0, 1] and summed with weights.
 
 use std::collections::HashMap;
 
@@ -46,16 +47,70 @@ pub struct FusedHit {
     pub vector_rank: Option<usize>,
 }
 
-/// Fuses two ranked lists; ties keep the keyword list's order, then the vector list's.
+/// Fuses two ranked lists by reciprocal rank; ties keep the keyword list's order, then the
+/// vector list's.
 pub fn reciprocal_rank_fusion(
     keyword: &[KeywordHit],
     vector: &[VectorHit],
     params: FusionParams,
 ) -> Vec<FusedHit> {
+    fuse(
+        keyword,
+        vector,
+        |rank, _| params.keyword_weight / (params.k + rank as f32),
+        |rank, _| params.vector_weight / (params.k + rank as f32),
+    )
+}
+
+/// Fuses two ranked lists by a weighted sum of normalised scores (a convex combination when
+/// the weights add up to 1): BM25 divided by the list's best score, cosine similarity scaled
+/// from the list's worst (0) to its best (1); a chunk missing from a list gets 0 from it.
+/// `k` is not used. Unlike rank fusion it keeps how far apart the scores are, so a clear
+/// keyword match is not levelled with a weak one.
+pub fn convex_combination(
+    keyword: &[KeywordHit],
+    vector: &[VectorHit],
+    params: FusionParams,
+) -> Vec<FusedHit> {
+    let best_keyword = keyword.iter().map(|h| h.score).fold(0.0, f32::max);
+    let (worst_vector, best_vector) = vector
+        .iter()
+        .map(|h| h.score)
+        .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), s| {
+            (lo.min(s), hi.max(s))
+        });
+    let spread = best_vector - worst_vector;
+    fuse(
+        keyword,
+        vector,
+        |_, score| {
+            if best_keyword > 0.0 {
+                params.keyword_weight * score / best_keyword
+            } else {
+                0.0
+            }
+        },
+        |_, score| {
+            if spread > 0.0 {
+                params.vector_weight * (score - worst_vector) / spread
+            } else {
+                params.vector_weight
+            }
+        },
+    )
+}
+
+/// Adds up each chunk's contributions (a function of its rank from 1 and its score in each
+/// list) and sorts by the sum; a stable sort keeps first-seen order among equal sums.
+fn fuse(
+    keyword: &[KeywordHit],
+    vector: &[VectorHit],
+    keyword_contribution: impl Fn(usize, f32) -> f32,
+    vector_contribution: impl Fn(usize, f32) -> f32,
+) -> Vec<FusedHit> {
     let mut fused: Vec<FusedHit> = Vec::with_capacity(keyword.len() + vector.len());
     let mut position: HashMap<(DocumentId, u32), usize> = HashMap::new();
-    let mut add = |document_id, source_id, ordinal, rank: usize, weight: f32, is_keyword| {
-        let contribution = weight / (params.k + rank as f32);
+    let mut add = |document_id, source_id, ordinal, rank: usize, contribution: f32, is_keyword| {
         let at = *position.entry((document_id, ordinal)).or_insert_with(|| {
             fused.push(FusedHit {
                 document_id,
@@ -76,26 +131,27 @@ pub fn reciprocal_rank_fusion(
         }
     };
     for (i, hit) in keyword.iter().enumerate() {
+        let contribution = keyword_contribution(i + 1, hit.score);
         add(
             hit.document_id,
             hit.source_id,
             hit.ordinal,
             i + 1,
-            params.keyword_weight,
+            contribution,
             true,
         );
     }
     for (i, hit) in vector.iter().enumerate() {
+        let contribution = vector_contribution(i + 1, hit.score);
         add(
             hit.document_id,
             hit.source_id,
             hit.ordinal,
             i + 1,
-            params.vector_weight,
+            contribution,
             false,
         );
     }
-    // A stable sort keeps first-seen order among equal scores.
     fused.sort_by(|a, b| b.score.total_cmp(&a.score));
     fused
 }
@@ -164,5 +220,36 @@ mod tests {
         assert_eq!(fused[0].ordinal, 1);
         assert!((fused[0].score - 2.0 / 61.0).abs() < 1e-7);
         assert!(reciprocal_rank_fusion(&[], &[], FusionParams::default()).is_empty());
+    }
+
+    #[test]
+    fn convex_combination_keeps_score_distances() {
+        let s = SourceId::new();
+        let (a, b, c) = (DocumentId::new(), DocumentId::new(), DocumentId::new());
+        let kw = |d, score| KeywordHit {
+            score,
+            ..keyword(d, s, 0)
+        };
+        let vec = |d, score| VectorHit {
+            score,
+            ..vector(d, s, 0)
+        };
+        let params = FusionParams {
+            k: 0.0,
+            keyword_weight: 0.5,
+            vector_weight: 0.5,
+        };
+        // a: a strong keyword match only; b: weak keyword, best vector; c: worst vector only.
+        let fused = convex_combination(
+            &[kw(a, 20.0), kw(b, 2.0)],
+            &[vec(b, 0.8), vec(c, 0.4)],
+            params,
+        );
+        let order: Vec<DocumentId> = fused.iter().map(|h| h.document_id).collect();
+        assert_eq!(order, vec![b, a, c]);
+        assert!((fused[0].score - (0.5 * 0.1 + 0.5)).abs() < 1e-6);
+        assert!((fused[1].score - 0.5).abs() < 1e-6);
+        assert_eq!(fused[2].score, 0.0);
+        assert!(convex_combination(&[], &[], params).is_empty());
     }
 }

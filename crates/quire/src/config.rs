@@ -91,6 +91,8 @@ impl Default for EmbeddingConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SearchConfig {
+    /// `rrf` (reciprocal rank fusion) or `convex` (weighted sum of normalised scores).
+    pub fusion: String,
     /// RRF's `k`: larger values flatten the difference between top and lower ranks.
     pub rrf_k: f32,
     /// Weight of the keyword ranking.
@@ -105,6 +107,10 @@ impl Default for SearchConfig {
     fn default() -> Self {
         let d = quire_http::search::SearchSettings::default();
         Self {
+            fusion: match d.method {
+                quire_http::search::FusionMethod::ReciprocalRank => "rrf".into(),
+                quire_http::search::FusionMethod::Convex => "convex".into(),
+            },
             rrf_k: d.fusion.k,
             keyword_weight: d.fusion.keyword_weight,
             vector_weight: d.fusion.vector_weight,
@@ -117,6 +123,11 @@ impl SearchConfig {
     /// The settings handed to the search code.
     pub fn settings(&self) -> quire_http::search::SearchSettings {
         quire_http::search::SearchSettings {
+            method: if self.fusion == "convex" {
+                quire_http::search::FusionMethod::Convex
+            } else {
+                quire_http::search::FusionMethod::ReciprocalRank
+            },
             fusion: quire_search::FusionParams {
                 k: self.rrf_k,
                 keyword_weight: self.keyword_weight,
@@ -371,6 +382,9 @@ impl Config {
             || s.keyword_weight + s.vector_weight <= 0.0
         {
             bail!("search.rrf_k and the weights must be non-negative, and a weight positive");
+        }
+        if !matches!(s.fusion.as_str(), "rrf" | "convex") {
+            bail!("search.fusion must be \"rrf\" or \"convex\"");
         }
         if s.candidates == 0 {
             bail!("search.candidates must be at least 1");

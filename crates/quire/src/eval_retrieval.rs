@@ -19,7 +19,9 @@ use clap::{Args, ValueEnum};
 use quire_core::{DocumentId, SourceScope, SystemClock};
 use quire_http::AppState;
 use quire_http::search::{Retrieval, search};
-use quire_search::{FusionParams, reciprocal_rank_fusion};
+use quire_search::{
+    FusedHit, FusionParams, KeywordHit, VectorHit, convex_combination, reciprocal_rank_fusion,
+};
 
 use crate::bench::{ingest_markdown, ms, percentile, read_jsonl, scratch_app};
 use crate::config::Config;
@@ -79,6 +81,9 @@ pub struct RetrievalEvalArgs {
     /// Weight of the keyword ranking (default: the configured `search.keyword_weight`).
     #[arg(long)]
     keyword_weight: Option<f32>,
+    /// `rrf` or `convex` (default: the configured `search.fusion`).
+    #[arg(long)]
+    fusion: Option<String>,
     /// Also try a grid of fusion settings on the same rankings and print the best.
     #[arg(long)]
     sweep: bool,
@@ -133,6 +138,9 @@ pub async fn retrieval(base: &Config, args: RetrievalEvalArgs) -> anyhow::Result
     }
     if let Some(w) = args.keyword_weight {
         config.search.keyword_weight = w;
+    }
+    if let Some(method) = &args.fusion {
+        config.search.fusion = method.clone();
     }
     config.search.candidates = config.search.candidates.max(CHUNK_HITS);
     if args.mode == Mode::Keyword {
@@ -248,8 +256,8 @@ pub async fn retrieval(base: &Config, args: RetrievalEvalArgs) -> anyhow::Result
     if args.mode != Mode::Keyword {
         println!(
             "(latency is the product's search call: query embedding, both rankings, fusion and \
-             the store lookups; hybrid: RRF k {}, keyword weight {}, vector weight {})",
-            fusion.k, fusion.keyword_weight, fusion.vector_weight
+             the store lookups; hybrid: {} fusion, k {}, keyword weight {}, vector weight {})",
+            config.search.fusion, fusion.k, fusion.keyword_weight, fusion.vector_weight
         );
     }
     println!(
@@ -361,6 +369,19 @@ async fn sweep(
         rankings.push((query_id, keyword, vector));
     }
     let name_of = |id: DocumentId| corpus_id_of.get(&id.to_string()).cloned();
+    let score = |fuse: &dyn Fn(&[KeywordHit], &[VectorHit]) -> Vec<FusedHit>| -> f64 {
+        let mut ndcg = 0.0;
+        for (query_id, keyword, vector) in &rankings {
+            let mut seen = HashSet::new();
+            let ranked: Vec<String> = fuse(keyword, vector)
+                .into_iter()
+                .filter(|h| seen.insert(h.document_id))
+                .filter_map(|h| name_of(h.document_id))
+                .collect();
+            ndcg += ndcg_at(&ranked, &judgements[*query_id], 10);
+        }
+        ndcg / queries.len() as f64
+    };
     let mut results = Vec::new();
     for k in [5.0, 10.0, 20.0, 30.0, 40.0, 60.0, 80.0, 100.0] {
         for vector_weight in [0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0] {
@@ -369,23 +390,33 @@ async fn sweep(
                 keyword_weight: 1.0,
                 vector_weight,
             };
-            let mut ndcg = 0.0;
-            for (query_id, keyword, vector) in &rankings {
-                let mut seen = HashSet::new();
-                let ranked: Vec<String> = reciprocal_rank_fusion(keyword, vector, params)
-                    .into_iter()
-                    .filter(|h| seen.insert(h.document_id))
-                    .filter_map(|h| name_of(h.document_id))
-                    .collect();
-                ndcg += ndcg_at(&ranked, &judgements[*query_id], 10);
-            }
-            results.push((ndcg / queries.len() as f64, k, vector_weight));
+            let ndcg = score(&|kw, v| reciprocal_rank_fusion(kw, v, params));
+            results.push((
+                ndcg,
+                format!("rrf     k {k:>5}  vector weight {vector_weight:>4}"),
+            ));
         }
     }
+    for tenths in 1..=9 {
+        let vector_weight = tenths as f32 / 10.0;
+        let params = FusionParams {
+            k: 0.0,
+            keyword_weight: 1.0 - vector_weight,
+            vector_weight,
+        };
+        let ndcg = score(&|kw, v| convex_combination(kw, v, params));
+        results.push((
+            ndcg,
+            format!(
+                "convex          vector weight {vector_weight:>4} (keyword {:.1})",
+                1.0 - vector_weight
+            ),
+        ));
+    }
     results.sort_by(|a, b| a.0.total_cmp(&b.0));
-    println!("\nfusion sweep (keyword weight 1): nDCG@10 by k and vector weight, best last");
-    for (ndcg, k, w) in results.iter().rev().take(12).rev() {
-        println!("  k {k:>5}  vector weight {w:>4}  nDCG@10 {ndcg:.4}");
+    println!("\nfusion sweep: nDCG@10 by method and parameters (rrf: keyword weight 1), best last");
+    for (ndcg, label) in results.iter().rev().take(15).rev() {
+        println!("  {label}  nDCG@10 {ndcg:.4}");
     }
     Ok(())
 }
