@@ -20,8 +20,8 @@ pub use types::{
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use quire_core::{
-    ApiKeyRecord, ChunkDraft, DocumentId, DocumentRecord, KeyId, NewApiKey, NewDocument, NewSource, SourceId,
-    SourceRecord, SourceScope,
+    ApiKeyRecord, ChunkDraft, DocumentId, DocumentRecord, KeyId, NewApiKey, NewDocument, NewSource,
+    SourceId, SourceRecord, SourceScope,
 };
 
 /// Result of a store call.

@@ -17,8 +17,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use quire_core::{
-    ApiKeyRecord, ChunkDraft, DocumentId, DocumentRecord, KeyId, NewApiKey, NewDocument, NewSource, SourceId,
-    SourceRecord, SourceScope,
+    ApiKeyRecord, ChunkDraft, DocumentId, DocumentRecord, KeyId, NewApiKey, NewDocument, NewSource,
+    SourceId, SourceRecord, SourceScope,
 };
 use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
