@@ -146,15 +146,10 @@ pub async fn retrieval(base: &Config, args: RetrievalEvalArgs) -> anyhow::Result
     if args.mode == Mode::Keyword {
         config.embedding.model_dir = None;
         config.embedding.base_url = None;
+        config.embedding.use_cached_model = false;
     } else if let Some(dir) = &args.model_dir {
         config.embedding.model_dir = Some(dir.clone());
         config.embedding.base_url = None;
-    } else if config.embedding.model_dir.is_none() && config.embedding.base_url.is_none() {
-        bail!(
-            "--mode {:?} needs an embedding model: pass --model-dir DIR or set \
-             QUIRE_EMBEDDING_MODEL_DIR (`quire model fetch` or scripts/fetch-model put one in a cache)",
-            args.mode
-        );
     }
 
     let (_scratch, app, config) = match &args.data_dir {
@@ -172,7 +167,12 @@ pub async fn retrieval(base: &Config, args: RetrievalEvalArgs) -> anyhow::Result
     };
     let state = app.state().clone();
     if args.mode != Mode::Keyword && state.ingest.semantic().is_none() {
-        bail!("{}", state.semantic_note);
+        bail!(
+            "--mode {:?} needs an embedding model ({}): pass --model-dir DIR or set \
+             QUIRE_EMBEDDING_MODEL_DIR (`quire model fetch` or scripts/fetch-model put one in a cache)",
+            args.mode,
+            state.semantic_note
+        );
     }
     let corpus_id_of = match ingested_before(&state).await? {
         Some((total, names)) if total == corpus.len() => {

@@ -52,7 +52,9 @@ async fn eval_retrieval_reports_metrics_on_a_beir_corpus() {
             .args(["--qrels", &path("qrels.tsv")]);
         match model {
             Some(dir) => command.env("QUIRE_EMBEDDING_MODEL_DIR", dir),
-            None => command.env_remove("QUIRE_EMBEDDING_MODEL_DIR"),
+            None => command
+                .env_remove("QUIRE_EMBEDDING_MODEL_DIR")
+                .env("QUIRE_EMBEDDING_USE_CACHED_MODEL", "false"),
         };
         async move { command.output().await.unwrap() }
     };
@@ -83,7 +85,31 @@ async fn eval_retrieval_reports_metrics_on_a_beir_corpus() {
         let row = stdout.lines().find(|l| l.starts_with(mode)).unwrap();
         assert!(row.contains(" 1.0000 "), "{mode}: {stdout}");
     }
-    assert!(stdout.contains("ingest, vector"), "{stdout}");
+    assert!(stdout.contains("embed with local:all-MiniLM-L6-v2@"), "{stdout}");
+
+    // A kept data directory is reused: the second run skips ingestion and ranks the same.
+    let data = dir.path().join("data");
+    let kept = |extra: &'static [&'static str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_quire"));
+        command
+            .args(["eval", "retrieval", "--mode", "hybrid", "--sweep"])
+            .args(["--corpus", &path("corpus.jsonl")])
+            .args(["--queries", &path("queries.jsonl")])
+            .args(["--qrels", &path("qrels.tsv")])
+            .args(["--data-dir", data.to_str().unwrap()])
+            .args(extra)
+            .env("QUIRE_EMBEDDING_MODEL_DIR", model_dir());
+        async move { command.output().await.unwrap() }
+    };
+    let first = String::from_utf8(kept(&[]).await.stdout).unwrap();
+    assert!(first.contains("chunks/s"), "{first}");
+    assert!(first.contains("fusion sweep"), "{first}");
+    let second = kept(&["--fusion", "convex"]).await;
+    let second = String::from_utf8(second.stdout).unwrap();
+    assert!(second.contains("ingested by an earlier run"), "{second}");
+    assert!(second.contains("convex fusion"), "{second}");
+    let row = second.lines().find(|l| l.starts_with("hybrid ")).unwrap();
+    assert!(row.contains(" 1.0000 "), "{second}");
 }
 
 /// The embedding model `scripts/test` fetched (see DEVELOPERS.md).
