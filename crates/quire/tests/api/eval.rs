@@ -104,10 +104,10 @@ async fn eval_retrieval_reports_metrics_on_a_beir_corpus() {
     let first = String::from_utf8(kept(&[]).await.stdout).unwrap();
     assert!(first.contains("chunks/s"), "{first}");
     assert!(first.contains("fusion sweep"), "{first}");
-    let second = kept(&["--fusion", "convex"]).await;
+    let second = kept(&["--fusion", "rrf"]).await;
     let second = String::from_utf8(second.stdout).unwrap();
     assert!(second.contains("ingested by an earlier run"), "{second}");
-    assert!(second.contains("convex fusion"), "{second}");
+    assert!(second.contains("rrf fusion"), "{second}");
     let row = second.lines().find(|l| l.starts_with("hybrid ")).unwrap();
     assert!(row.contains(" 1.0000 "), "{second}");
 }
