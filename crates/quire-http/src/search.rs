@@ -241,13 +241,6 @@ async fn resolve(
         .map(|r| (r.document_id, r.ordinal))
         .filter(|key| !passages.contains_key(key))
         .collect();
-    for stored in state.store.chunks(&missing).await? {
-        let c = stored.chunk;
-        passages.insert(
-            (stored.document_id, c.ordinal),
-            (c.page, c.section, c.content),
-        );
-    }
     let mut ids = Vec::new();
     let mut seen = HashSet::new();
     for r in &ranked {
@@ -255,13 +248,25 @@ async fn resolve(
             ids.push(r.document_id);
         }
     }
-    let documents: HashMap<_, _> = state
-        .store
-        .ready_documents(scope, &ids)
-        .await?
-        .into_iter()
-        .map(|d| (d.id, d))
-        .collect();
+    // Two independent reads: run them at once.
+    let (stored, documents) = tokio::join!(
+        async {
+            if missing.is_empty() {
+                Ok(Vec::new())
+            } else {
+                state.store.chunks(&missing).await
+            }
+        },
+        state.store.ready_documents(scope, &ids)
+    );
+    for stored in stored? {
+        let c = stored.chunk;
+        passages.insert(
+            (stored.document_id, c.ordinal),
+            (c.page, c.section, c.content),
+        );
+    }
+    let documents: HashMap<_, _> = documents?.into_iter().map(|d| (d.id, d)).collect();
     Ok(ranked
         .into_iter()
         .filter_map(|r| {
