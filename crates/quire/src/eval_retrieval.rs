@@ -34,6 +34,9 @@ const CHUNK_HITS: usize = 300;
 /// Results per query when timing, as `POST /api/v1/search` returns by default.
 const API_LIMIT: usize = 10;
 
+/// A fusion function, as the sweep tries them.
+type Fusion<'a> = dyn Fn(&[KeywordHit], &[VectorHit]) -> Vec<FusedHit> + 'a;
+
 /// The source the corpus is ingested into.
 const EVAL_SOURCE: &str = "eval";
 
@@ -369,7 +372,7 @@ async fn sweep(
         rankings.push((query_id, keyword, vector));
     }
     let name_of = |id: DocumentId| corpus_id_of.get(&id.to_string()).cloned();
-    let score = |fuse: &dyn Fn(&[KeywordHit], &[VectorHit]) -> Vec<FusedHit>| -> f64 {
+    let score = |fuse: &Fusion<'_>| -> f64 {
         let mut ndcg = 0.0;
         for (query_id, keyword, vector) in &rankings {
             let mut seen = HashSet::new();

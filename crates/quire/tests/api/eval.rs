@@ -85,7 +85,10 @@ async fn eval_retrieval_reports_metrics_on_a_beir_corpus() {
         let row = stdout.lines().find(|l| l.starts_with(mode)).unwrap();
         assert!(row.contains(" 1.0000 "), "{mode}: {stdout}");
     }
-    assert!(stdout.contains("embed with local:all-MiniLM-L6-v2@"), "{stdout}");
+    assert!(
+        stdout.contains("embed with local:all-MiniLM-L6-v2@"),
+        "{stdout}"
+    );
 
     // A kept data directory is reused: the second run skips ingestion and ranks the same.
     let data = dir.path().join("data");
