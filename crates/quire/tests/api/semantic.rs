@@ -176,7 +176,7 @@ async fn with_a_model_search_is_hybrid_and_finds_by_meaning() {
     assert!((results[0]["score"].as_f64().unwrap() - 1.0).abs() < 1e-6);
     for r in results.as_array().unwrap() {
         let score = r["score"].as_f64().unwrap();
-        assert!(score > 0.0 && score <= 1.0 + 1e-6, "{r}");
+        assert!((0.0..=1.0 + 1e-6).contains(&score), "{r}");
         assert!(!r["content"].as_str().unwrap().is_empty(), "{r}");
         assert_eq!(r["metadata"]["page"], 1);
     }
