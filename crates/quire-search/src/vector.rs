@@ -1,24 +1,63 @@
-//! Chunk vectors for semantic search: every vector in memory, an exact scan filtered by the
-//! caller's scope (so a small scope never loses recall to a graph that was built for the whole
-//! corpus), and an append-only log on disk that is replayed at start.
+//! Chunk vectors for semantic search: every vector in memory, an HNSW graph over them for
+//! large scopes, an exact scan for small ones, and an append-only log on disk that is the
+//! source of truth.
 //!
-//! The log begins with a header naming the model and the dimensions; an index made by one model
-//! is never searched with another's queries ([`VectorError::ModelMismatch`] tells the caller to
-//! rebuild). Each record replaces or deletes one document's vectors and is synced before the
-//! call returns; a record cut short by a crash is dropped at the next start.
+//! **Searching.** A search counts the live chunks its scope allows (per-source counts make
+//! that free). Below [`VectorOptions::exact_below`] chunks, or below
+//! [`VectorOptions::exact_fraction`] of the corpus, it scans exactly those chunks (through a
+//! per-source row list, so a small scope never touches the rest): exact, and cheaper than a
+//! graph walk that would have to look past many chunks it may not return. Otherwise it walks
+//! the graph ([`crate::hnsw`]) with a filter that keeps dead and out-of-scope rows out of the
+//! results while still walking through them (with an `ef` scaled to the scope's share of the
+//! corpus, since a filtered walk already looks further); if the walk returns fewer hits than
+//! asked for, it falls back to the exact scan. Either way no row outside the scope can be returned, and
+//! scores are exact `f32` cosines.
+//!
+//! **Precision** ([`Precision`]). `F32` keeps the `f32` vectors in memory and the graph
+//! computes with them. `Int8` adds an int8 copy (a quarter more memory) that the graph walk
+//! computes with, touching a quarter of the bytes per step; its candidates are re-ranked in
+//! `f32`. `Int8Compact` keeps only the int8 copy in memory (a quarter of `F32`'s vector
+//! memory): graph walks and scans rank by it, and the best candidates are re-scored with the
+//! `f32` vectors read back from the log. Scores returned are exact `f32` cosines in every mode.
+//! `docs/retrieval.md` has the measured recall, speed and memory of each.
+//!
+//! **Durability.** The log begins with a header naming the model and the dimensions; an index
+//! made by one model is never searched with another's queries ([`VectorError::ModelMismatch`]
+//! tells the caller to rebuild). Each record replaces or deletes one document's vectors and is
+//! synced before the call returns; a record cut short by a crash is dropped at the next start.
+//! A deletion takes effect at once: the rows are marked dead and every search path skips them.
+//!
+//! **The graph on disk.** The graph is persisted as a snapshot (`vectors.hnsw`, see
+//! [`snapshot`]) that names the log prefix it covers, rather than rebuilt at every start:
+//! linking a million rows takes minutes, replaying the log seconds. At open the log is
+//! replayed, the snapshot loaded if it matches the log, and only rows after it are linked; a
+//! missing or stale snapshot means a full rebuild (on every core), never a wrong answer. A new
+//! snapshot is written at open after linking many rows, by writes once the rows not covered
+//! grow past an eighth of the index, and by [`VectorIndex::checkpoint`] (for a clean shutdown).
+//! Dead rows stay in memory and in the graph until a compaction, which is not implemented yet.
 
-use std::collections::{BinaryHeap, HashMap};
+mod full;
+mod kernels;
+mod log;
+mod rows;
+mod snapshot;
+
 use std::fs::{File, OpenOptions};
-use std::io::{BufReader, Read, Seek, SeekFrom, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, RwLock};
 
 use quire_core::{DocumentId, SourceId, SourceScope};
-use uuid::Uuid;
 
-const MAGIC: &[u8; 8] = b"QVEC0001";
-const REPLACE: u8 = 1;
-const DELETE: u8 = 2;
+use crate::hnsw::{HnswParams, Scored};
+use log::LogHash;
+use rows::Vectors;
+
+/// The smallest `ef` a filtered graph search uses (see [`VectorIndex::scoped_ef`]).
+const FILTERED_EF_MIN: usize = 64;
+/// Writes and opens take a new snapshot once this many rows are not covered by the last one
+/// (and at least an eighth of the index): below it, linking at open is quick anyway.
+const SNAPSHOT_MIN_ROWS: usize = 10_000;
 
 /// Why the vector index failed.
 #[derive(Debug, thiserror::Error)]
@@ -65,48 +104,116 @@ pub struct VectorHit {
     pub score: f32,
 }
 
-#[derive(Debug, Default)]
-struct Vectors {
-    /// One row per chunk: document, source, ordinal. Deleted rows stay until compaction.
-    rows: Vec<(DocumentId, SourceId, u32)>,
-    alive: Vec<bool>,
-    /// Row-major, `rows.len() × dims`.
-    values: Vec<f32>,
-    by_document: HashMap<DocumentId, Vec<usize>>,
+/// The precision the graph computes similarities in; results are always scored in `f32`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Precision {
+    /// The `f32` vectors themselves.
+    #[default]
+    F32,
+    /// An int8 copy (one byte per dimension plus a scale per vector, a quarter more memory),
+    /// with the candidates re-ranked in `f32`.
+    Int8,
+    /// Only the int8 codes in memory (a quarter of the vector memory of `F32`): the graph and
+    /// the exact scan rank by them, and the best candidates are re-scored with `f32` vectors
+    /// read back from the log (from the page cache while memory allows).
+    Int8Compact,
 }
 
-impl Vectors {
-    fn replace(&mut self, document: DocumentId, source: SourceId, chunks: &[(u32, Vec<f32>)]) {
-        self.delete(document);
-        let mut rows = Vec::with_capacity(chunks.len());
-        for (ordinal, vector) in chunks {
-            rows.push(self.rows.len());
-            self.rows.push((document, source, *ordinal));
-            self.alive.push(true);
-            self.values.extend_from_slice(vector);
-        }
-        self.by_document.insert(document, rows);
-    }
+/// How a vector index stores vectors and chooses between the graph and an exact scan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VectorOptions {
+    /// Precision of the graph's similarity computations.
+    pub precision: Precision,
+    /// Shape of the graph.
+    pub graph: HnswParams,
+    /// Candidates a graph search over the whole corpus keeps (at least the number of results
+    /// asked for); more is slower and closer to exact. A search over a part of the corpus
+    /// keeps that part of this, but at least 64.
+    pub ef_search: usize,
+    /// Scopes allowing fewer live chunks than this are scanned exactly.
+    pub exact_below: usize,
+    /// Scopes allowing less than this fraction of the live chunks are scanned exactly: the
+    /// graph walk would have to look past too many chunks it may not return.
+    pub exact_fraction: f64,
+    /// Threads linking rows when many are added at once (bulk writes, rebuilds at open).
+    pub build_threads: usize,
+}
 
-    fn delete(&mut self, document: DocumentId) {
-        for row in self.by_document.remove(&document).unwrap_or_default() {
-            self.alive[row] = false;
+impl Default for VectorOptions {
+    fn default() -> Self {
+        Self {
+            precision: Precision::default(),
+            graph: HnswParams::default(),
+            ef_search: 256,
+            exact_below: 20_000,
+            exact_fraction: 0.02,
+            build_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
         }
     }
+}
+
+/// The vectors of one document, for [`VectorIndex::replace_documents`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct DocumentVectors {
+    /// The document.
+    pub document: DocumentId,
+    /// Its source.
+    pub source: SourceId,
+    /// One vector per chunk ordinal.
+    pub chunks: Vec<(u32, Vec<f32>)>,
+}
+
+/// Sizes of an index, for operators and benchmarks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VectorIndexStats {
+    /// Rows in memory, deleted ones included.
+    pub rows: usize,
+    /// Live chunks.
+    pub live: usize,
+    /// Bytes of `f32` vectors.
+    pub vector_bytes: usize,
+    /// Bytes of int8 codes and their scales.
+    pub code_bytes: usize,
+    /// Bytes of the graph's neighbour lists.
+    pub graph_bytes: usize,
+}
+
+/// The log file and what the index knows about its contents.
+#[derive(Debug)]
+struct Log {
+    file: File,
+    /// Hash of the whole log; its length is the log's length.
+    hash: LogHash,
+    /// Rows the last snapshot covers.
+    snapshot_rows: usize,
 }
 
 /// The vector index of one data directory, for one model.
 #[derive(Debug)]
 pub struct VectorIndex {
     vectors: RwLock<Vectors>,
-    log: Mutex<File>,
+    /// Held by every write from the log append to the end of linking, so writes apply in log
+    /// order and a snapshot always sees a graph that matches the log.
+    log: Mutex<Log>,
+    dir: PathBuf,
     path: PathBuf,
     dims: usize,
+    options: VectorOptions,
 }
 
 impl VectorIndex {
     /// Opens (or creates) the index in `dir` for vectors of `dims` dimensions made by `model`.
     pub fn open(dir: &Path, model: &str, dims: usize) -> Result<Self, VectorError> {
+        Self::open_with(dir, model, dims, VectorOptions::default())
+    }
+
+    /// [`VectorIndex::open`] with explicit options.
+    pub fn open_with(
+        dir: &Path,
+        model: &str,
+        dims: usize,
+        options: VectorOptions,
+    ) -> Result<Self, VectorError> {
         let path = dir.join("vectors.log");
         let io = |source| VectorError::Io {
             path: path.clone(),
@@ -119,25 +226,56 @@ impl VectorIndex {
             .create(true)
             .open(&path)
             .map_err(io)?;
-        let header = header(model, dims);
+        let header = log::header(model, dims);
         let size = file.metadata().map_err(io)?.len();
-        let mut vectors = Vectors::default();
+        let reader = File::open(&path).map_err(io)?;
+        let mut vectors = Vectors::new(dims, &options, reader);
+        let mut hash = LogHash::default();
         if size == 0 {
             file.write_all(&header).map_err(io)?;
             file.sync_data().map_err(io)?;
+            hash.update(&header);
         } else {
-            let valid = replay(&mut file, &path, &header, dims, &mut vectors)?;
-            if valid < size {
+            let snapshot = snapshot::open(dir);
+            let mark = snapshot.as_ref().map(|s| s.covers.log_len);
+            let replayed = log::replay(&mut file, &path, &header, mark, &mut vectors)?;
+            hash = replayed.hash;
+            if hash.len() < size {
                 // The last record was cut short by a crash: drop it.
-                file.set_len(valid).map_err(io)?;
+                file.set_len(hash.len()).map_err(io)?;
+            }
+            if let Some(snapshot) = snapshot {
+                let covers = snapshot.covers;
+                if replayed.at_mark != Some((covers.log_hash, covers.rows)) {
+                    tracing::info!("vector graph snapshot does not match the log; rebuilding");
+                } else if let Some(graph) = snapshot.read_graph(options.graph) {
+                    vectors.graph = graph;
+                } else {
+                    tracing::warn!("vector graph snapshot damaged; rebuilding");
+                }
             }
         }
-        Ok(Self {
+        let covered = vectors.graph.len();
+        let linked = link_new_rows(&mut vectors, covered, options.build_threads);
+        let index = Self {
             vectors: RwLock::new(vectors),
-            log: Mutex::new(file),
+            log: Mutex::new(Log {
+                file,
+                hash,
+                snapshot_rows: covered,
+            }),
+            dir: dir.to_path_buf(),
             path,
             dims,
-        })
+            options,
+        };
+        if linked >= SNAPSHOT_MIN_ROWS {
+            let mut log = index.log.lock().expect("vector log lock");
+            if let Err(e) = index.write_snapshot(&mut log) {
+                tracing::warn!(error = %e, "could not write the vector graph snapshot");
+            }
+        }
+        Ok(index)
     }
 
     /// Vector length.
@@ -147,13 +285,39 @@ impl VectorIndex {
 
     /// Live chunks.
     pub fn len(&self) -> usize {
-        let vectors = self.vectors.read().expect("vector index lock");
-        vectors.alive.iter().filter(|a| **a).count()
+        self.vectors.read().expect("vector index lock").live()
     }
 
     /// True when no chunk has a vector.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Every document the index holds vectors for (possibly none, for a document without
+    /// chunks), in no particular order.
+    pub fn document_ids(&self) -> Vec<DocumentId> {
+        self.vectors.read().expect("vector index lock").documents()
+    }
+
+    /// True when `document` has been given its vectors and not deleted since.
+    pub fn has_document(&self, document: DocumentId) -> bool {
+        self.vectors
+            .read()
+            .expect("vector index lock")
+            .has_document(document)
+    }
+
+    /// Sizes of the index.
+    pub fn stats(&self) -> VectorIndexStats {
+        let vectors = self.vectors.read().expect("vector index lock");
+        let (vector_bytes, code_bytes, graph_bytes) = vectors.memory_bytes();
+        VectorIndexStats {
+            rows: vectors.rows(),
+            live: vectors.live(),
+            vector_bytes,
+            code_bytes,
+            graph_bytes,
+        }
     }
 
     /// Sets the vectors of `document` (one per chunk ordinal), replacing any it had.
@@ -163,423 +327,251 @@ impl VectorIndex {
         source: SourceId,
         chunks: &[(u32, Vec<f32>)],
     ) -> Result<(), VectorError> {
-        if let Some((_, bad)) = chunks.iter().find(|(_, v)| v.len() != self.dims) {
-            return Err(VectorError::Dimensions {
-                expected: self.dims,
-                got: bad.len(),
-            });
+        self.check_dimensions(chunks)?;
+        let mut record = Vec::new();
+        log::encode_replace(&mut record, document, source, chunks);
+        self.write(&record, |vectors, at| {
+            vectors.replace(document, source, chunks, at)
+        })
+    }
+
+    /// Sets the vectors of several documents with one synced write, and links their rows on
+    /// several threads: the way to load many documents. Each document is replaced atomically;
+    /// after a crash mid-call, a prefix of them is.
+    pub fn replace_documents(&self, documents: &[DocumentVectors]) -> Result<(), VectorError> {
+        for document in documents {
+            self.check_dimensions(&document.chunks)?;
         }
-        let mut record = vec![REPLACE];
-        record.extend_from_slice(document.as_uuid().as_bytes());
-        record.extend_from_slice(source.as_uuid().as_bytes());
-        record.extend_from_slice(&(chunks.len() as u32).to_le_bytes());
-        for (ordinal, vector) in chunks {
-            record.extend_from_slice(&ordinal.to_le_bytes());
-            for x in vector {
-                record.extend_from_slice(&x.to_le_bytes());
+        let mut record = Vec::new();
+        let mut starts = Vec::with_capacity(documents.len());
+        for d in documents {
+            starts.push(record.len() as u64);
+            log::encode_replace(&mut record, d.document, d.source, &d.chunks);
+        }
+        self.write(&record, |vectors, at| {
+            for (d, start) in documents.iter().zip(starts) {
+                vectors.replace(d.document, d.source, &d.chunks, at + start);
             }
-        }
-        self.append(&record)?;
-        self.vectors
-            .write()
-            .expect("vector index lock")
-            .replace(document, source, chunks);
-        Ok(())
+        })
     }
 
     /// Removes the vectors of `document`; searches stop finding them at once.
     pub fn delete_document(&self, document: DocumentId) -> Result<(), VectorError> {
-        let mut record = vec![DELETE];
-        record.extend_from_slice(document.as_uuid().as_bytes());
-        self.append(&record)?;
-        self.vectors
-            .write()
-            .expect("vector index lock")
-            .delete(document);
-        Ok(())
+        let mut record = Vec::new();
+        log::encode_delete(&mut record, document);
+        self.write(&record, |vectors, _| vectors.delete(document))
     }
 
     /// The `limit` chunks most similar to `query` among the sources `scope` allows, best
-    /// first, by an exact scan.
+    /// first: exact for small scopes, from the graph for large ones (see the module doc).
     pub fn search(
         &self,
         query: &[f32],
         scope: &SourceScope,
         limit: usize,
     ) -> Result<Vec<VectorHit>, VectorError> {
+        self.check_query(query)?;
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let vectors = self.vectors.read().expect("vector index lock");
+        let filter = vectors.filter(scope);
+        let wanted = limit.min(filter.allowed);
+        let fraction = filter.allowed as f64 / vectors.live().max(1) as f64;
+        let mut hits = Vec::new();
+        if filter.allowed >= self.options.exact_below && fraction >= self.options.exact_fraction {
+            hits = vectors
+                .approximate(query, &filter, limit, self.scoped_ef(fraction))
+                .map_err(|e| self.io(e))?;
+        }
+        if hits.len() < wanted {
+            hits = vectors
+                .exact(query, &filter, limit)
+                .map_err(|e| self.io(e))?;
+        }
+        Ok(to_hits(&vectors, &hits))
+    }
+
+    /// [`VectorIndex::search`] by a scan whatever the scope's size: the reference the graph is
+    /// measured against. Exact, except with [`Precision::Int8Compact`], where the scan ranks
+    /// by the int8 codes and re-scores the best in `f32`.
+    pub fn search_exact(
+        &self,
+        query: &[f32],
+        scope: &SourceScope,
+        limit: usize,
+    ) -> Result<Vec<VectorHit>, VectorError> {
+        self.check_query(query)?;
+        let vectors = self.vectors.read().expect("vector index lock");
+        let hits = vectors
+            .exact(query, &vectors.filter(scope), limit)
+            .map_err(|e| self.io(e))?;
+        Ok(to_hits(&vectors, &hits))
+    }
+
+    /// [`VectorIndex::search`] through the graph whatever the scope's size, keeping `ef`
+    /// candidates and never falling back to a scan (so it may return fewer than `limit`
+    /// hits): for benchmarks and tuning.
+    pub fn search_graph(
+        &self,
+        query: &[f32],
+        scope: &SourceScope,
+        limit: usize,
+        ef: usize,
+    ) -> Result<Vec<VectorHit>, VectorError> {
+        self.check_query(query)?;
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let vectors = self.vectors.read().expect("vector index lock");
+        let hits = vectors
+            .approximate(query, &vectors.filter(scope), limit, ef)
+            .map_err(|e| self.io(e))?;
+        Ok(to_hits(&vectors, &hits))
+    }
+
+    /// Writes a graph snapshot covering the whole log, so the next open links nothing; for a
+    /// clean shutdown or after a bulk load.
+    pub fn checkpoint(&self) -> Result<(), VectorError> {
+        let mut log = self.log.lock().expect("vector log lock");
+        self.write_snapshot(&mut log)
+            .map_err(|source| VectorError::Io {
+                path: self.dir.join(snapshot::FILE),
+                source,
+            })
+    }
+
+    /// The `ef` for a graph search whose scope allows `fraction` of the live chunks. A filtered
+    /// walk looks at about `1 / fraction` chunks per one it may keep, so it already examines
+    /// more of the graph than an unfiltered walk with the same `ef`: it needs a proportionally
+    /// smaller one (measured on the synthetic million: a 10% scope at `ef` 64 finds more of the
+    /// exact top 10 than the whole corpus at 256), down to a floor.
+    fn scoped_ef(&self, fraction: f64) -> usize {
+        let ef = self.options.ef_search;
+        let scaled = (ef as f64 * fraction).ceil() as usize;
+        scaled.clamp(ef.min(FILTERED_EF_MIN), ef)
+    }
+
+    /// A failure reading the log back.
+    fn io(&self, source: std::io::Error) -> VectorError {
+        VectorError::Io {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    fn check_dimensions(&self, chunks: &[(u32, Vec<f32>)]) -> Result<(), VectorError> {
+        match chunks.iter().find(|(_, v)| v.len() != self.dims) {
+            Some((_, bad)) => Err(VectorError::Dimensions {
+                expected: self.dims,
+                got: bad.len(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn check_query(&self, query: &[f32]) -> Result<(), VectorError> {
         if query.len() != self.dims {
             return Err(VectorError::Dimensions {
                 expected: self.dims,
                 got: query.len(),
             });
         }
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        let vectors = self.vectors.read().expect("vector index lock");
-        // A min-heap of the best `limit` so far (scores negated through `Reverse`).
-        let mut best: BinaryHeap<std::cmp::Reverse<(OrderedScore, usize)>> =
-            BinaryHeap::with_capacity(limit + 1);
-        for (row, (_, source, _)) in vectors.rows.iter().enumerate() {
-            if !vectors.alive[row] || !scope.allows(*source) {
-                continue;
-            }
-            let values = &vectors.values[row * self.dims..(row + 1) * self.dims];
-            let score = dot(query, values);
-            if best.len() < limit {
-                best.push(std::cmp::Reverse((OrderedScore(score), row)));
-            } else if best
-                .peek()
-                .is_some_and(|worst| OrderedScore(score) > worst.0.0)
-            {
-                best.pop();
-                best.push(std::cmp::Reverse((OrderedScore(score), row)));
-            }
-        }
-        let mut hits: Vec<VectorHit> = best
-            .into_iter()
-            .map(|std::cmp::Reverse((score, row))| {
-                let (document_id, source_id, ordinal) = vectors.rows[row];
-                VectorHit {
-                    document_id,
-                    source_id,
-                    ordinal,
-                    score: score.0,
-                }
-            })
-            .collect();
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
-        Ok(hits)
+        Ok(())
     }
 
-    fn append(&self, record: &[u8]) -> Result<(), VectorError> {
-        let io = |source| VectorError::Io {
-            path: self.path.clone(),
-            source,
+    /// Appends `record` to the log, applies `change` in memory, links the new rows and takes
+    /// a snapshot when enough rows are not covered by the last one.
+    /// `change` gets the log offset `record` was written at.
+    fn write(
+        &self,
+        record: &[u8],
+        change: impl FnOnce(&mut Vectors, u64),
+    ) -> Result<(), VectorError> {
+        let mut log = self.log.lock().expect("vector log lock");
+        let appended = log
+            .file
+            .write_all(record)
+            .and_then(|()| log.file.sync_data());
+        if let Err(source) = appended {
+            // Cut a partial record off, so the next append does not land after garbage.
+            let _ = log.file.set_len(log.hash.len());
+            return Err(VectorError::Io {
+                path: self.path.clone(),
+                source,
+            });
+        }
+        let at = log.hash.len();
+        log.hash.update(record);
+        let (before, after) = {
+            let mut vectors = self.vectors.write().expect("vector index lock");
+            let before = vectors.rows();
+            change(&mut vectors, at);
+            let after = vectors.rows();
+            vectors.graph.grow(after);
+            (before, after)
         };
-        let mut file = self.log.lock().expect("vector log lock");
-        file.write_all(record).map_err(io)?;
-        file.sync_data().map_err(io)
+        if after == before {
+            return Ok(());
+        }
+        {
+            // Linking needs only shared access (the lists are atomics), so searches go on
+            // meanwhile; the new rows just are not reachable through the graph until linked.
+            let vectors = self.vectors.read().expect("vector index lock");
+            let pending: Vec<u32> = (before as u32..after as u32)
+                .filter(|row| vectors.alive[*row as usize])
+                .collect();
+            vectors
+                .graph
+                .insert_many(&pending, &*vectors, self.options.build_threads);
+        }
+        let uncovered = after - log.snapshot_rows;
+        if uncovered >= SNAPSHOT_MIN_ROWS.max(after / 8)
+            && let Err(e) = self.write_snapshot(&mut log)
+        {
+            tracing::warn!(error = %e, "could not write the vector graph snapshot");
+        }
+        Ok(())
+    }
+
+    /// Writes the snapshot; the caller holds the log lock, so no write runs meanwhile.
+    fn write_snapshot(&self, log: &mut Log) -> std::io::Result<()> {
+        let vectors = self.vectors.read().expect("vector index lock");
+        let covers = snapshot::Covers {
+            log_len: log.hash.len(),
+            log_hash: log.hash.finish(),
+            rows: vectors.rows(),
+        };
+        snapshot::write(&self.dir, covers, &vectors.graph)?;
+        log.snapshot_rows = covers.rows;
+        Ok(())
     }
 }
 
-fn header(model: &str, dims: usize) -> Vec<u8> {
-    let name = format!("{model} ({dims} dimensions)");
-    let mut out = MAGIC.to_vec();
-    out.extend_from_slice(&(dims as u32).to_le_bytes());
-    out.extend_from_slice(&(name.len() as u32).to_le_bytes());
-    out.extend_from_slice(name.as_bytes());
-    out
+/// Adds graph nodes for rows from `from` on and links the live ones; returns how many.
+fn link_new_rows(vectors: &mut Vectors, from: usize, threads: usize) -> usize {
+    vectors.graph.grow(vectors.rows());
+    let pending: Vec<u32> = (from as u32..vectors.rows() as u32)
+        .filter(|row| vectors.alive[*row as usize])
+        .collect();
+    vectors.graph.insert_many(&pending, &*vectors, threads);
+    pending.len()
 }
 
-/// Reads the log into `vectors` and returns the length of its intact prefix.
-fn replay(
-    file: &mut File,
-    path: &Path,
-    expected_header: &[u8],
-    dims: usize,
-    vectors: &mut Vectors,
-) -> Result<u64, VectorError> {
-    let io = |source| VectorError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    file.seek(SeekFrom::Start(0)).map_err(io)?;
-    let mut bytes = Vec::new();
-    BufReader::new(&mut *file)
-        .read_to_end(&mut bytes)
-        .map_err(io)?;
-    if bytes.len() < 16 || &bytes[..8] != MAGIC {
-        return Err(VectorError::NotAnIndex(path.to_path_buf()));
-    }
-    let name_len = u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes")) as usize;
-    let header_len = 16 + name_len;
-    if bytes.len() < header_len || bytes[..header_len] != *expected_header {
-        let found = String::from_utf8_lossy(bytes.get(16..header_len).unwrap_or_default());
-        let wanted = String::from_utf8_lossy(&expected_header[16..]);
-        return Err(VectorError::ModelMismatch {
-            found: found.into_owned(),
-            wanted: wanted.into_owned(),
-        });
-    }
-    let mut reader = Cursor {
-        bytes: &bytes,
-        at: header_len,
-    };
-    let mut valid = header_len;
-    while reader.at < bytes.len() {
-        match read_record(&mut reader, dims) {
-            Some(Record::Replace(document, source, chunks)) => {
-                vectors.replace(document, source, &chunks)
+fn to_hits(vectors: &Vectors, found: &[Scored]) -> Vec<VectorHit> {
+    found
+        .iter()
+        .map(|hit| {
+            let row = vectors.rows[hit.node as usize];
+            VectorHit {
+                document_id: row.document,
+                source_id: vectors.source_id(hit.node),
+                ordinal: row.ordinal,
+                score: hit.sim,
             }
-            Some(Record::Delete(document)) => vectors.delete(document),
-            None => break,
-        }
-        valid = reader.at;
-    }
-    Ok(valid as u64)
-}
-
-enum Record {
-    Replace(DocumentId, SourceId, Vec<(u32, Vec<f32>)>),
-    Delete(DocumentId),
-}
-
-struct Cursor<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl Cursor<'_> {
-    fn take(&mut self, n: usize) -> Option<&[u8]> {
-        let slice = self.bytes.get(self.at..self.at.checked_add(n)?)?;
-        self.at += n;
-        Some(slice)
-    }
-
-    fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
-    }
-
-    fn uuid(&mut self) -> Option<Uuid> {
-        Some(Uuid::from_bytes(self.take(16)?.try_into().ok()?))
-    }
-}
-
-/// One record, or `None` when the rest of the log is cut short or unreadable.
-fn read_record(reader: &mut Cursor<'_>, dims: usize) -> Option<Record> {
-    let tag = reader.take(1)?[0];
-    let document = DocumentId::from(reader.uuid()?);
-    match tag {
-        DELETE => Some(Record::Delete(document)),
-        REPLACE => {
-            let source = SourceId::from(reader.uuid()?);
-            let count = reader.u32()? as usize;
-            let mut chunks = Vec::with_capacity(count.min(1 << 16));
-            for _ in 0..count {
-                let ordinal = reader.u32()?;
-                let raw = reader.take(dims * 4)?;
-                let vector = raw
-                    .chunks_exact(4)
-                    .map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes")))
-                    .collect();
-                chunks.push((ordinal, vector));
-            }
-            Some(Record::Replace(document, source, chunks))
-        }
-        _ => None,
-    }
-}
-
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    // Eight independent sums so the compiler can keep them in vector registers.
-    let mut sums = [0f32; 8];
-    let (a_chunks, b_chunks) = (a.chunks_exact(8), b.chunks_exact(8));
-    let (a_rest, b_rest) = (a_chunks.remainder(), b_chunks.remainder());
-    for (x, y) in a_chunks.zip(b_chunks) {
-        for i in 0..8 {
-            sums[i] += x[i] * y[i];
-        }
-    }
-    let tail: f32 = a_rest.iter().zip(b_rest).map(|(x, y)| x * y).sum();
-    sums.iter().sum::<f32>() + tail
-}
-
-/// `f32` ordered by `total_cmp`, for the heap.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct OrderedScore(f32);
-
-impl Eq for OrderedScore {}
-
-impl PartialOrd for OrderedScore {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for OrderedScore {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.total_cmp(&other.0)
-    }
+        })
+        .collect()
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Deterministic pseudo-random numbers (xorshift) for generated corpora.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-
-        fn unit_vector(&mut self, dims: usize) -> Vec<f32> {
-            let v: Vec<f32> = (0..dims)
-                .map(|_| (self.next() % 2001) as f32 / 1000.0 - 1.0)
-                .collect();
-            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
-            v.into_iter().map(|x| x / norm).collect()
-        }
-    }
-
-    const DIMS: usize = 12;
-
-    fn corpus(index: &VectorIndex, rng: &mut Rng, sources: &[SourceId], documents: usize) {
-        for d in 0..documents {
-            let chunks: Vec<(u32, Vec<f32>)> = (0..1 + d % 3)
-                .map(|o| (o as u32, rng.unit_vector(DIMS)))
-                .collect();
-            let source = sources[d % sources.len()];
-            index
-                .replace_document(DocumentId::new(), source, &chunks)
-                .unwrap();
-        }
-    }
-
-    /// Every live chunk's score, by brute force, best first.
-    fn brute_force(index: &VectorIndex, query: &[f32], scope: &SourceScope) -> Vec<f32> {
-        let v = index.vectors.read().unwrap();
-        let mut scores: Vec<f32> = (0..v.rows.len())
-            .filter(|&r| v.alive[r] && scope.allows(v.rows[r].1))
-            .map(|r| {
-                query
-                    .iter()
-                    .zip(&v.values[r * DIMS..(r + 1) * DIMS])
-                    .map(|(a, b)| a * b)
-                    .sum()
-            })
-            .collect();
-        scores.sort_by(|a, b| b.total_cmp(a));
-        scores
-    }
-
-    #[test]
-    fn search_matches_brute_force_and_never_leaves_the_scope() {
-        for seed in 1..=20u64 {
-            let dir = tempfile::tempdir().unwrap();
-            let index = VectorIndex::open(dir.path(), "m", DIMS).unwrap();
-            let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-            let sources: Vec<SourceId> = (0..4).map(|_| SourceId::new()).collect();
-            corpus(&index, &mut rng, &sources, 30 + (seed as usize % 20));
-            let scopes = [
-                SourceScope::All,
-                SourceScope::only([sources[0]]),
-                SourceScope::only([sources[1], sources[3]]),
-                SourceScope::only([SourceId::new()]),
-            ];
-            for scope in &scopes {
-                let query = rng.unit_vector(DIMS);
-                let limit = 1 + (rng.next() % 15) as usize;
-                let hits = index.search(&query, scope, limit).unwrap();
-                let expected = brute_force(&index, &query, scope);
-                assert_eq!(hits.len(), limit.min(expected.len()));
-                for (hit, want) in hits.iter().zip(&expected) {
-                    assert!(scope.allows(hit.source_id));
-                    assert!((hit.score - want).abs() < 1e-5, "{} vs {want}", hit.score);
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn deletes_and_replacements_survive_a_restart() {
-        let dir = tempfile::tempdir().unwrap();
-        let source = SourceId::new();
-        let (kept, deleted, replaced) = (DocumentId::new(), DocumentId::new(), DocumentId::new());
-        let mut rng = Rng(7);
-        let query = rng.unit_vector(DIMS);
-        {
-            let index = VectorIndex::open(dir.path(), "m", DIMS).unwrap();
-            index
-                .replace_document(kept, source, &[(0, rng.unit_vector(DIMS))])
-                .unwrap();
-            index
-                .replace_document(deleted, source, &[(0, query.clone())])
-                .unwrap();
-            index
-                .replace_document(replaced, source, &[(0, query.clone()), (1, query.clone())])
-                .unwrap();
-            index.delete_document(deleted).unwrap();
-            index
-                .replace_document(replaced, source, &[(5, rng.unit_vector(DIMS))])
-                .unwrap();
-            assert!(
-                index
-                    .search(&query, &SourceScope::All, 10)
-                    .unwrap()
-                    .iter()
-                    .all(|h| h.document_id != deleted)
-            );
-        }
-        let before = {
-            let index = VectorIndex::open(dir.path(), "m", DIMS).unwrap();
-            assert_eq!(index.len(), 2);
-            index.search(&query, &SourceScope::All, 10).unwrap()
-        };
-        let documents: Vec<(DocumentId, u32)> =
-            before.iter().map(|h| (h.document_id, h.ordinal)).collect();
-        assert!(documents.contains(&(kept, 0)) && documents.contains(&(replaced, 5)));
-        assert_eq!(documents.len(), 2);
-    }
-
-    #[test]
-    fn a_record_cut_short_by_a_crash_is_dropped() {
-        let dir = tempfile::tempdir().unwrap();
-        let source = SourceId::new();
-        let mut rng = Rng(11);
-        {
-            let index = VectorIndex::open(dir.path(), "m", DIMS).unwrap();
-            index
-                .replace_document(DocumentId::new(), source, &[(0, rng.unit_vector(DIMS))])
-                .unwrap();
-            index
-                .replace_document(DocumentId::new(), source, &[(0, rng.unit_vector(DIMS))])
-                .unwrap();
-        }
-        let log = dir.path().join("vectors.log");
-        let full = std::fs::metadata(&log).unwrap().len();
-        let file = OpenOptions::new().write(true).open(&log).unwrap();
-        file.set_len(full - 10).unwrap();
-        let index = VectorIndex::open(dir.path(), "m", DIMS).unwrap();
-        assert_eq!(index.len(), 1);
-        // The index goes on appending after the intact prefix.
-        index
-            .replace_document(DocumentId::new(), source, &[(0, rng.unit_vector(DIMS))])
-            .unwrap();
-        drop(index);
-        assert_eq!(VectorIndex::open(dir.path(), "m", DIMS).unwrap().len(), 2);
-    }
-
-    #[test]
-    fn another_model_or_width_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        VectorIndex::open(dir.path(), "model-a", DIMS).unwrap();
-        let err = VectorIndex::open(dir.path(), "model-b", DIMS).unwrap_err();
-        assert!(matches!(err, VectorError::ModelMismatch { .. }), "{err}");
-        assert!(err.to_string().contains("model-a"), "{err}");
-        let err = VectorIndex::open(dir.path(), "model-a", 8).unwrap_err();
-        assert!(matches!(err, VectorError::ModelMismatch { .. }), "{err}");
-
-        let index = VectorIndex::open(dir.path(), "model-a", DIMS).unwrap();
-        let err = index
-            .replace_document(DocumentId::new(), SourceId::new(), &[(0, vec![1.0; 3])])
-            .unwrap_err();
-        assert!(matches!(
-            err,
-            VectorError::Dimensions {
-                expected: 12,
-                got: 3
-            }
-        ));
-        std::fs::write(dir.path().join("vectors.log"), b"garbage!garbage!").unwrap();
-        assert!(matches!(
-            VectorIndex::open(dir.path(), "model-a", DIMS),
-            Err(VectorError::NotAnIndex(_))
-        ));
-    }
-}
+mod tests;

@@ -12,7 +12,7 @@ use quire_core::{Permission, SystemClock};
 use tracing_subscriber::EnvFilter;
 
 use crate::config::{Config, Overrides};
-use crate::{bench, bench_embed, eval, eval_retrieval, keys};
+use crate::{bench, bench_embed, bench_vectors, eval, eval_retrieval, keys};
 
 /// Quire: a self-hosted document knowledge base for AI agents.
 #[derive(Debug, Parser)]
@@ -124,6 +124,8 @@ enum BenchCommand {
     Search(bench::SearchBenchArgs),
     /// Embedding throughput of the local model, against this machine's matrix-multiply rate.
     Embed(bench_embed::EmbedBenchArgs),
+    /// The vector index (HNSW graph and exact scan) on a synthetic corpus of N chunks.
+    Vectors(bench_vectors::VectorBenchArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -237,6 +239,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench {
             command: BenchCommand::Embed(args),
         } => tokio::task::spawn_blocking(move || bench_embed::embed(args)).await?,
+        Command::Bench {
+            command: BenchCommand::Vectors(args),
+        } => tokio::task::spawn_blocking(move || bench_vectors::vectors(args)).await?,
         Command::Model {
             command: ModelCommand::Fetch(args),
         } => crate::model_fetch::fetch(args).await,

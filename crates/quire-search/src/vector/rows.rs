@@ -1,0 +1,351 @@
+//! The in-memory state: one row per chunk (deleted rows stay, marked dead, until compaction),
+//! the `f32` vectors (or where the log has them), the optional int8 codes, the rows of each
+//! source (so a small scope is scanned without touching the rest), and the graph over the rows.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::fs::File;
+use std::io;
+
+use quire_core::{DocumentId, SourceId, SourceScope};
+
+use super::full::Full;
+use super::kernels::{Codes, Quantized, dot};
+use super::{Precision, VectorOptions, log};
+use crate::hnsw::{Hnsw, Scored, Space};
+
+/// With the `f32` vectors only in the log, scans and graph walks rank by the int8 codes and
+/// re-score this many of the best (or four times the results asked for, if more) in `f32`:
+/// enough that the int8 error (about 0.005 in cosine) does not push a true top result out.
+const RERANK_MIN: usize = 64;
+
+/// One chunk.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Row {
+    pub document: DocumentId,
+    /// Index into [`Sources::ids`].
+    pub source: u32,
+    pub ordinal: u32,
+}
+
+/// Sources numbered in order of first appearance, so a row holds 4 bytes instead of a UUID and
+/// a scope becomes a mask indexed by that number.
+#[derive(Debug, Default)]
+struct Sources {
+    ids: Vec<SourceId>,
+    numbers: HashMap<SourceId, u32>,
+    /// Rows of each source, dead ones included.
+    rows: Vec<Vec<u32>>,
+    live: Vec<usize>,
+}
+
+impl Sources {
+    fn number(&mut self, source: SourceId) -> u32 {
+        *self.numbers.entry(source).or_insert_with(|| {
+            self.ids.push(source);
+            self.rows.push(Vec::new());
+            self.live.push(0);
+            (self.ids.len() - 1) as u32
+        })
+    }
+}
+
+/// The rows a search may return: live, and in a source the scope allows.
+pub(super) struct Filter<'a> {
+    alive: &'a [bool],
+    rows: &'a [Row],
+    /// Per source number, whether the scope allows it; `None` allows all.
+    sources: Option<Vec<bool>>,
+    /// Live rows that pass.
+    pub allowed: usize,
+}
+
+impl Filter<'_> {
+    /// True when `row` may be returned.
+    pub fn allows(&self, row: u32) -> bool {
+        let row = row as usize;
+        self.alive[row]
+            && self
+                .sources
+                .as_ref()
+                .is_none_or(|mask| mask[self.rows[row].source as usize])
+    }
+}
+
+/// Every vector and the graph over them.
+#[derive(Debug)]
+pub(super) struct Vectors {
+    dims: usize,
+    pub rows: Vec<Row>,
+    pub alive: Vec<bool>,
+    full: Full,
+    /// Int8 copy the graph computes with, when the precision asks for one.
+    codes: Option<Codes>,
+    by_document: HashMap<DocumentId, Vec<u32>>,
+    sources: Sources,
+    live: usize,
+    pub graph: Hnsw,
+}
+
+impl Vectors {
+    /// No rows yet. `log` reads the log back; it is used when the options keep the `f32`
+    /// vectors only there.
+    pub fn new(dims: usize, options: &VectorOptions, log: File) -> Self {
+        let full = match options.precision {
+            Precision::F32 | Precision::Int8 => Full::Memory {
+                dims,
+                values: Vec::new(),
+            },
+            Precision::Int8Compact => Full::Log {
+                dims,
+                file: log,
+                offsets: Vec::new(),
+            },
+        };
+        Self {
+            dims,
+            rows: Vec::new(),
+            alive: Vec::new(),
+            full,
+            codes: match options.precision {
+                Precision::F32 => None,
+                Precision::Int8 | Precision::Int8Compact => Some(Codes::new(dims)),
+            },
+            by_document: HashMap::new(),
+            sources: Sources::default(),
+            live: 0,
+            graph: Hnsw::new(options.graph),
+        }
+    }
+
+    pub fn dims(&self) -> usize {
+        self.dims
+    }
+
+    /// Rows, dead ones included.
+    pub fn rows(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Live rows.
+    pub fn live(&self) -> usize {
+        self.live
+    }
+
+    /// The `f32` vector of `row`.
+    #[cfg(test)]
+    pub fn vector(&self, row: u32) -> io::Result<Vec<f32>> {
+        self.full.vector(row)
+    }
+
+    /// Documents with rows (or with none, if given no chunks).
+    pub fn documents(&self) -> Vec<DocumentId> {
+        self.by_document.keys().copied().collect()
+    }
+
+    /// True when `document` was replaced and not deleted since.
+    pub fn has_document(&self, document: DocumentId) -> bool {
+        self.by_document.contains_key(&document)
+    }
+
+    /// The source of `row`.
+    pub fn source_id(&self, row: u32) -> SourceId {
+        self.sources.ids[self.rows[row as usize].source as usize]
+    }
+
+    /// Replaces the rows of `document` by new ones, from the log record at `record_at`; the
+    /// graph links them later.
+    pub fn replace(
+        &mut self,
+        document: DocumentId,
+        source: SourceId,
+        chunks: &[(u32, Vec<f32>)],
+        record_at: u64,
+    ) {
+        self.delete(document);
+        let source_number = self.sources.number(source);
+        let mut rows = Vec::with_capacity(chunks.len());
+        for (chunk, (ordinal, vector)) in chunks.iter().enumerate() {
+            let row = u32::try_from(self.rows.len()).expect("fewer than 2^32 chunk vectors");
+            rows.push(row);
+            self.rows.push(Row {
+                document,
+                source: source_number,
+                ordinal: *ordinal,
+            });
+            self.alive.push(true);
+            self.full
+                .push(vector, log::vector_offset(record_at, chunk, self.dims));
+            if let Some(codes) = &mut self.codes {
+                codes.push(vector);
+            }
+            self.sources.rows[source_number as usize].push(row);
+        }
+        self.live += rows.len();
+        self.sources.live[source_number as usize] += rows.len();
+        self.by_document.insert(document, rows);
+    }
+
+    /// Marks the rows of `document` dead: searches skip them from now on.
+    pub fn delete(&mut self, document: DocumentId) {
+        for row in self.by_document.remove(&document).unwrap_or_default() {
+            let row = row as usize;
+            if std::mem::replace(&mut self.alive[row], false) {
+                self.live -= 1;
+                self.sources.live[self.rows[row].source as usize] -= 1;
+            }
+        }
+    }
+
+    /// What `scope` lets a search return.
+    pub fn filter(&self, scope: &SourceScope) -> Filter<'_> {
+        let (sources, allowed) = match scope.source_ids() {
+            None => (None, self.live),
+            Some(ids) => {
+                let mut mask = vec![false; self.sources.ids.len()];
+                let mut allowed = 0;
+                for id in ids {
+                    if let Some(number) = self.sources.numbers.get(id) {
+                        mask[*number as usize] = true;
+                        allowed += self.sources.live[*number as usize];
+                    }
+                }
+                (Some(mask), allowed)
+            }
+        };
+        Filter {
+            alive: &self.alive,
+            rows: &self.rows,
+            sources,
+            allowed,
+        }
+    }
+
+    /// The `limit` best rows `filter` allows, by scanning them all: in `f32`, or, when the
+    /// `f32` vectors are only in the log, by their int8 codes with the best re-scored in `f32`.
+    pub fn exact(
+        &self,
+        query: &[f32],
+        filter: &Filter<'_>,
+        limit: usize,
+    ) -> io::Result<Vec<Scored>> {
+        match (&self.full, &self.codes) {
+            (Full::Log { .. }, Some(codes)) => {
+                let quantized = Quantized::new(query);
+                let depth = (4 * limit).max(RERANK_MIN);
+                let best = self.scan(filter, depth, |row| codes.to_query(&quantized, row));
+                self.rescore(query, best, limit)
+            }
+            _ => Ok(self.scan(filter, limit, |row| {
+                dot(query, self.full.in_memory(row).unwrap_or_default())
+            })),
+        }
+    }
+
+    /// The `limit` rows `filter` allows with the highest `score`, best first.
+    fn scan(&self, filter: &Filter<'_>, limit: usize, score: impl Fn(u32) -> f32) -> Vec<Scored> {
+        let mut best: BinaryHeap<Reverse<Scored>> = BinaryHeap::with_capacity(limit + 1);
+        let mut consider = |row: u32| {
+            if !filter.allows(row) {
+                return;
+            }
+            let scored = Scored {
+                sim: score(row),
+                node: row,
+            };
+            if best.len() < limit {
+                best.push(Reverse(scored));
+            } else if best.peek().is_some_and(|worst| scored > worst.0) {
+                best.pop();
+                best.push(Reverse(scored));
+            }
+        };
+        match &filter.sources {
+            None => (0..self.rows.len() as u32).for_each(&mut consider),
+            Some(mask) => {
+                for (number, rows) in self.sources.rows.iter().enumerate() {
+                    if mask[number] {
+                        rows.iter().copied().for_each(&mut consider);
+                    }
+                }
+            }
+        }
+        let mut hits: Vec<Scored> = best.into_iter().map(|Reverse(s)| s).collect();
+        hits.sort_unstable_by(|a, b| b.cmp(a));
+        hits
+    }
+
+    /// Up to `limit` good rows `filter` allows, by walking the graph with `ef` candidates;
+    /// scores are exact `f32` whatever the graph computed with.
+    pub fn approximate(
+        &self,
+        query: &[f32],
+        filter: &Filter<'_>,
+        limit: usize,
+        ef: usize,
+    ) -> io::Result<Vec<Scored>> {
+        let ef = ef.max(limit);
+        let allow = |row: u32| filter.allows(row);
+        match &self.codes {
+            None => {
+                let score = |row| dot(query, self.full.in_memory(row).unwrap_or_default());
+                let mut hits = self.graph.search(score, allow, ef);
+                hits.truncate(limit);
+                Ok(hits)
+            }
+            Some(codes) => {
+                let quantized = Quantized::new(query);
+                let mut found = self
+                    .graph
+                    .search(|row| codes.to_query(&quantized, row), allow, ef);
+                if let Full::Log { .. } = self.full {
+                    // Each re-score is a read: only the best by int8 are worth one.
+                    found.truncate((4 * limit).max(RERANK_MIN));
+                }
+                self.rescore(query, found, limit)
+            }
+        }
+    }
+
+    /// Re-scores `candidates` in `f32` (the int8 order is close but not exact, and the scores
+    /// returned must be the true cosines) and keeps the best `limit`.
+    fn rescore(
+        &self,
+        query: &[f32],
+        mut candidates: Vec<Scored>,
+        limit: usize,
+    ) -> io::Result<Vec<Scored>> {
+        let mut buffer = Vec::new();
+        for hit in &mut candidates {
+            hit.sim = self.full.score(query, hit.node, &mut buffer)?;
+        }
+        candidates.sort_unstable_by(|a, b| b.cmp(a));
+        candidates.truncate(limit);
+        Ok(candidates)
+    }
+
+    /// Bytes of `f32` vectors (or their offsets in the log), of int8 codes, and of the graph.
+    pub fn memory_bytes(&self) -> (usize, usize, usize) {
+        (
+            self.full.memory_bytes(),
+            self.codes.as_ref().map_or(0, Codes::memory_bytes),
+            self.graph.memory_bytes(),
+        )
+    }
+}
+
+impl Space for Vectors {
+    fn between(&self, a: u32, b: u32) -> f32 {
+        match &self.codes {
+            Some(codes) => codes.between(a, b),
+            None => dot(
+                self.full.in_memory(a).unwrap_or_default(),
+                self.full.in_memory(b).unwrap_or_default(),
+            ),
+        }
+    }
+
+    fn linkable(&self, node: u32) -> bool {
+        self.alive[node as usize]
+    }
+}
