@@ -440,7 +440,7 @@ fn a_batch_of_documents_is_one_write_and_searchable_at_once() {
         .collect();
     // Compact, so the search reads each document's vectors at its offset in the batch.
     let options = VectorOptions {
-        build_threads: 2,
+        build_threads: 1,
         ..graph_options(Precision::Int8Compact)
     };
     let index = VectorIndex::open_with(dir.path(), "m", DIMS, options.clone()).unwrap();
