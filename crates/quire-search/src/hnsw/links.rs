@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// `upper_start` of a node that lives on the bottom layer only.
 const NO_UPPER: u32 = u32::MAX;
 
+/// Every node's neighbour lists, on every layer it lives on.
 #[derive(Debug)]
 pub(super) struct Links {
     /// Capacity of an upper-layer list.
@@ -23,6 +24,7 @@ pub(super) struct Links {
 }
 
 impl Links {
+    /// No nodes; lists of `m` links on the upper layers and `m0` on the bottom one.
     pub fn new(m: usize, m0: usize) -> Self {
         Self {
             m,
@@ -34,14 +36,17 @@ impl Links {
         }
     }
 
+    /// Nodes.
     pub fn len(&self) -> usize {
         self.levels.len()
     }
 
+    /// Capacity of an upper-layer list.
     pub fn m(&self) -> usize {
         self.m
     }
 
+    /// Capacity of a bottom-layer list.
     pub fn m0(&self) -> usize {
         self.m0
     }
@@ -51,6 +56,7 @@ impl Links {
         if layer == 0 { self.m0 } else { self.m }
     }
 
+    /// The highest layer `node` lives on.
     pub fn level(&self, node: u32) -> u8 {
         self.levels[node as usize]
     }
@@ -112,6 +118,7 @@ impl Links {
         list[0].store(count as u32, Ordering::Release);
     }
 
+    /// Bytes held.
     pub fn memory_bytes(&self) -> usize {
         self.levels.len() + 4 * (self.base.len() + self.upper_start.len() + self.upper.len())
     }

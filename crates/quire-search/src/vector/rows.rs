@@ -118,6 +118,7 @@ impl Vectors {
         }
     }
 
+    /// Vector length.
     pub fn dims(&self) -> usize {
         self.dims
     }
