@@ -10,7 +10,7 @@ use candle_core::{D, DType, Device, Tensor};
 use serde::Deserialize;
 
 use crate::ModelError;
-use crate::fused::{LayerNormOp, MaskedSoftmaxOp, values};
+use crate::fused::{BiasGeluOp, BiasResidualNormOp, LayerNormOp, MaskedSoftmaxOp, values};
 
 /// The parts of `config.json` the forward pass needs.
 #[derive(Debug, Clone, Deserialize)]
@@ -35,6 +35,27 @@ pub struct BertConfig {
     pub hidden_act: String,
 }
 
+impl BertConfig {
+    /// Refuses what this implementation does not compute: another activation than the
+    /// exact GELU, or a width the heads do not divide.
+    pub fn check(&self) -> Result<(), ModelError> {
+        if self.hidden_act != "gelu" {
+            return Err(ModelError::Unsupported(format!(
+                "activation {:?} (only gelu)",
+                self.hidden_act
+            )));
+        }
+        if self.num_attention_heads == 0
+            || !self.hidden_size.is_multiple_of(self.num_attention_heads)
+        {
+            return Err(ModelError::Unsupported(
+                "hidden size not divisible by the number of heads".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
 fn default_eps() -> f64 {
     1e-12
 }
@@ -52,14 +73,65 @@ struct Linear {
 impl Linear {
     /// `[.., in]` to `[.., out]`: the leading dimensions are flattened into one product.
     fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        self.product(x)?.broadcast_add(&self.bias)
+    }
+
+    /// The product with the weights alone, for a fused kernel that adds the bias itself.
+    fn product(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         let (rows, width) = (x.elem_count() / x.dim(D::Minus1)?, x.dim(D::Minus1)?);
         let mut shape = x.dims().to_vec();
         let out = self.weight_t.dim(1)?;
         *shape.last_mut().expect("at least one dimension") = out;
         x.reshape((rows, width))?
             .matmul(&self.weight_t)?
-            .broadcast_add(&self.bias)?
             .reshape(shape)
+    }
+
+    fn bias_values(&self) -> Result<Vec<f32>, ModelError> {
+        values(&self.bias).map_err(|e| ModelError::Weights(e.to_string()))
+    }
+}
+
+/// A projection followed by its bias, the residual and LayerNorm, the last three in one
+/// kernel.
+struct ProjectAndNormalise {
+    projection: Linear,
+    norm: BiasResidualNormOp,
+}
+
+impl ProjectAndNormalise {
+    fn new(projection: Linear, norm: LayerNorm) -> Result<Self, ModelError> {
+        let LayerNormOp { weight, shift, eps } = norm.0;
+        let bias = projection.bias_values()?;
+        Ok(Self {
+            projection,
+            norm: BiasResidualNormOp {
+                bias,
+                weight,
+                shift,
+                eps,
+            },
+        })
+    }
+
+    fn forward(&self, x: &Tensor, residual: &Tensor) -> candle_core::Result<Tensor> {
+        self.projection
+            .product(x)?
+            .apply_op2_no_bwd(&residual.contiguous()?, &self.norm)
+    }
+}
+
+/// The feed-forward block's widening projection, with its bias and GELU in one kernel.
+struct Intermediate {
+    projection: Linear,
+    activation: BiasGeluOp,
+}
+
+impl Intermediate {
+    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        self.projection
+            .product(x)?
+            .apply_op1_no_bwd(&self.activation)
     }
 }
 
@@ -75,11 +147,9 @@ struct Layer {
     /// Query, key and value projections side by side (`[hidden, 3 × hidden]`): one product
     /// instead of three.
     query_key_value: Linear,
-    attention_out: Linear,
-    attention_norm: LayerNorm,
-    intermediate: Linear,
-    output: Linear,
-    output_norm: LayerNorm,
+    attention_out: ProjectAndNormalise,
+    intermediate: Intermediate,
+    output: ProjectAndNormalise,
 }
 
 /// Loaded weights of a BERT encoder.
@@ -91,7 +161,6 @@ pub struct Bert {
     layers: Vec<Layer>,
     heads: usize,
     head_dim: usize,
-    max_positions: usize,
     device: Device,
 }
 
@@ -108,21 +177,7 @@ impl std::fmt::Debug for Bert {
 impl Bert {
     /// Loads `model.safetensors` with the shapes `config` describes.
     pub fn load(weights: &Path, config: &BertConfig) -> Result<Self, ModelError> {
-        if config.hidden_act != "gelu" {
-            return Err(ModelError::Unsupported(format!(
-                "activation {:?} (only gelu)",
-                config.hidden_act
-            )));
-        }
-        if config.num_attention_heads == 0
-            || !config
-                .hidden_size
-                .is_multiple_of(config.num_attention_heads)
-        {
-            return Err(ModelError::Unsupported(
-                "hidden size not divisible by the number of heads".into(),
-            ));
-        }
+        config.check()?;
         let device = Device::Cpu;
         let mut tensors = candle_core::safetensors::load(weights, &device)
             .map_err(|e| ModelError::Weights(e.to_string()))?;
@@ -141,13 +196,23 @@ impl Bert {
             let projections = ["query", "key", "value"]
                 .map(|name| linear(&mut take, &format!("{p}.attention.self.{name}")));
             let [query, key, value] = projections;
+            let intermediate = linear(&mut take, &format!("{p}.intermediate.dense"))?;
             layers.push(Layer {
                 query_key_value: side_by_side(&[query?, key?, value?])?,
-                attention_out: linear(&mut take, &format!("{p}.attention.output.dense"))?,
-                attention_norm: norm(&mut take, &format!("{p}.attention.output.LayerNorm"), eps)?,
-                intermediate: linear(&mut take, &format!("{p}.intermediate.dense"))?,
-                output: linear(&mut take, &format!("{p}.output.dense"))?,
-                output_norm: norm(&mut take, &format!("{p}.output.LayerNorm"), eps)?,
+                attention_out: ProjectAndNormalise::new(
+                    linear(&mut take, &format!("{p}.attention.output.dense"))?,
+                    norm(&mut take, &format!("{p}.attention.output.LayerNorm"), eps)?,
+                )?,
+                intermediate: Intermediate {
+                    activation: BiasGeluOp {
+                        bias: intermediate.bias_values()?,
+                    },
+                    projection: intermediate,
+                },
+                output: ProjectAndNormalise::new(
+                    linear(&mut take, &format!("{p}.output.dense"))?,
+                    norm(&mut take, &format!("{p}.output.LayerNorm"), eps)?,
+                )?,
             });
         }
         Ok(Self {
@@ -158,14 +223,8 @@ impl Bert {
             layers,
             heads: config.num_attention_heads,
             head_dim: config.hidden_size / config.num_attention_heads,
-            max_positions: config.max_position_embeddings,
             device,
         })
-    }
-
-    /// The longest input the position embeddings allow.
-    pub fn max_positions(&self) -> usize {
-        self.max_positions
     }
 
     /// The mean-pooled, L2-normalised embeddings of token sequences, run as one batch: shorter
@@ -249,13 +308,9 @@ impl Bert {
             .transpose(1, 2)?
             .contiguous()?
             .reshape((batch, len, hidden))?;
-        let attended = layer
-            .attention_norm
-            .forward(&(layer.attention_out.forward(&context)? + x)?)?;
-        let hidden = layer.intermediate.forward(&attended)?.gelu_erf()?;
-        layer
-            .output_norm
-            .forward(&(layer.output.forward(&hidden)? + attended)?)
+        let attended = layer.attention_out.forward(&context, x)?;
+        let hidden = layer.intermediate.forward(&attended)?;
+        layer.output.forward(&hidden, &attended)
     }
 }
 
@@ -295,7 +350,7 @@ fn norm(
     };
     Ok(LayerNorm(LayerNormOp {
         weight: weights("weight")?,
-        bias: weights("bias")?,
+        shift: weights("bias")?,
         eps: eps as f32,
     }))
 }

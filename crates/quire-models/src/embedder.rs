@@ -26,6 +26,10 @@ pub trait Embedder: Send + Sync + std::fmt::Debug {
     /// Length of every vector.
     fn dimensions(&self) -> usize;
 
+    /// What computes the vectors, for the log and the health output: an inference engine for
+    /// a local model, the server for a remote one.
+    fn engine(&self) -> String;
+
     /// The embedding of each text, in order; each has [`Embedder::dimensions`] values and
     /// unit length.
     async fn embed(&self, texts: &[String], purpose: Purpose) -> Result<Vec<Vec<f32>>, ModelError>;

@@ -11,13 +11,14 @@ pub mod fetch;
 mod fused;
 mod http;
 mod local;
+pub mod onnx;
 mod openai;
 pub mod throughput;
 pub mod tokenizer;
 
 pub use bert::BertConfig;
 pub use embedder::{Embedder, Purpose, normalize};
-pub use local::LocalEmbedder;
+pub use local::{Engine, EngineOptions, LocalEmbedder};
 pub use openai::{OpenAiEmbedder, OpenAiSettings};
 
 /// Why a model could not be loaded or run.

@@ -8,8 +8,38 @@ use async_trait::async_trait;
 use sha2::{Digest, Sha256};
 
 use crate::bert::{Bert, BertConfig};
+use crate::onnx::OnnxEncoder;
 use crate::tokenizer::WordPiece;
 use crate::{Embedder, ModelError, Purpose};
+
+/// Which inference engine runs the local model. Both compute the same vectors (each matches
+/// sentence-transformers to a cosine of 1.000000), so the choice never changes the model id
+/// and never causes re-embedding.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Engine {
+    /// ONNX Runtime when its library is configured or found, else candle.
+    #[default]
+    Auto,
+    /// The forward pass in this crate on candle tensors: always available.
+    Candle,
+    /// ONNX Runtime, loaded from a shared library; an error when it cannot be loaded.
+    OnnxRuntime,
+}
+
+/// How to run the local model.
+#[derive(Debug, Clone, Default)]
+pub struct EngineOptions {
+    /// The engine.
+    pub engine: Engine,
+    /// The ONNX Runtime library; when unset, [`crate::onnx::default_library`].
+    pub onnxruntime_library: Option<PathBuf>,
+}
+
+#[derive(Debug)]
+enum Encoder {
+    Candle(Bert),
+    OnnxRuntime(OnnxEncoder),
+}
 
 /// sentence-transformers' window for all-MiniLM-L6-v2 (`sentence_bert_config.json`): longer
 /// inputs are cut, not split.
@@ -25,7 +55,9 @@ pub struct LocalEmbedder {
 #[derive(Debug)]
 struct Inner {
     tokenizer: WordPiece,
-    bert: Bert,
+    encoder: Encoder,
+    /// Why `Auto` fell back to candle, for the log.
+    fallback: Option<String>,
     max_tokens: usize,
     dimensions: usize,
     name: String,
@@ -34,20 +66,54 @@ struct Inner {
 }
 
 impl LocalEmbedder {
-    /// Loads `config.json`, `vocab.txt` and `model.safetensors` from `dir`; the window comes
-    /// from `sentence_bert_config.json` when present.
+    /// Loads `config.json`, `vocab.txt` and `model.safetensors` from `dir` with the default
+    /// engine choice ([`Engine::Auto`]); the window comes from `sentence_bert_config.json`
+    /// when present.
     pub fn load(dir: &Path) -> Result<Self, ModelError> {
+        Self::load_with(dir, &EngineOptions::default())
+    }
+
+    /// Loads the model directory `dir` onto the engine `options` choose.
+    pub fn load_with(dir: &Path, options: &EngineOptions) -> Result<Self, ModelError> {
         let config: BertConfig = serde_json::from_str(&read(&dir.join("config.json"))?)
             .map_err(|e| ModelError::Config(e.to_string()))?;
         let tokenizer = WordPiece::from_vocab(&read(&dir.join("vocab.txt"))?)
             .map_err(|e| ModelError::Config(e.to_string()))?;
-        let bert = Bert::load(&dir.join("model.safetensors"), &config)?;
+        config.check()?;
+        let weights = dir.join("model.safetensors");
+        let library = options
+            .onnxruntime_library
+            .clone()
+            .or_else(crate::onnx::default_library);
+        let (encoder, fallback) = match (options.engine, library) {
+            (Engine::Candle, _) | (Engine::Auto, None) => {
+                (Encoder::Candle(Bert::load(&weights, &config)?), None)
+            }
+            (Engine::OnnxRuntime, None) => {
+                return Err(ModelError::Unsupported(format!(
+                    "the ONNX Runtime engine needs its library: set embedding.onnxruntime_library \
+                     or {}, or run scripts/fetch-onnxruntime",
+                    crate::onnx::LIBRARY_ENV
+                )));
+            }
+            (Engine::OnnxRuntime, Some(library)) => (
+                Encoder::OnnxRuntime(OnnxEncoder::load(&library, &weights, &config)?),
+                None,
+            ),
+            (Engine::Auto, Some(library)) => match OnnxEncoder::load(&library, &weights, &config) {
+                Ok(encoder) => (Encoder::OnnxRuntime(encoder), None),
+                Err(e) => (
+                    Encoder::Candle(Bert::load(&weights, &config)?),
+                    Some(e.to_string()),
+                ),
+            },
+        };
         let max_tokens = std::fs::read_to_string(dir.join("sentence_bert_config.json"))
             .ok()
             .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
             .and_then(|v| v["max_seq_length"].as_u64())
             .map_or(DEFAULT_MAX_TOKENS, |n| n as usize)
-            .min(bert.max_positions());
+            .min(config.max_position_embeddings);
         let name = dir
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -56,7 +122,8 @@ impl LocalEmbedder {
         Ok(Self {
             inner: Arc::new(Inner {
                 tokenizer,
-                bert,
+                encoder,
+                fallback,
                 max_tokens,
                 dimensions: config.hidden_size,
                 name,
@@ -69,6 +136,20 @@ impl LocalEmbedder {
     /// Length of the vectors.
     pub fn dimensions(&self) -> usize {
         self.inner.dimensions
+    }
+
+    /// The engine running the model: `candle`, or `onnxruntime` and the library's path.
+    pub fn engine(&self) -> String {
+        match &self.inner.encoder {
+            Encoder::Candle(_) => "candle".into(),
+            Encoder::OnnxRuntime(e) => format!("onnxruntime ({})", e.library().display()),
+        }
+    }
+
+    /// Why ONNX Runtime was found but could not be used, when [`Engine::Auto`] fell back to
+    /// candle.
+    pub fn engine_fallback(&self) -> Option<&str> {
+        self.inner.fallback.as_deref()
     }
 
     /// The model's configuration.
@@ -101,7 +182,11 @@ impl LocalEmbedder {
         let mut out = vec![Vec::new(); sequences.len()];
         for group in order.chunks(BATCH_SIZE) {
             let batch: Vec<Vec<u32>> = group.iter().map(|&i| sequences[i].clone()).collect();
-            for (&i, vector) in group.iter().zip(self.inner.bert.embed_batch(&batch)?) {
+            let vectors = match &self.inner.encoder {
+                Encoder::Candle(bert) => bert.embed_batch(&batch)?,
+                Encoder::OnnxRuntime(encoder) => encoder.embed_batch(&batch)?,
+            };
+            for (&i, vector) in group.iter().zip(vectors) {
                 out[i] = vector;
             }
         }
@@ -121,6 +206,10 @@ impl Embedder for LocalEmbedder {
 
     fn dimensions(&self) -> usize {
         LocalEmbedder::dimensions(self)
+    }
+
+    fn engine(&self) -> String {
+        LocalEmbedder::engine(self)
     }
 
     /// Runs on the blocking pool: a forward pass is milliseconds of CPU that must not stall

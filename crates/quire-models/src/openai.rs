@@ -200,6 +200,10 @@ impl Embedder for OpenAiEmbedder {
         self.inner.dimensions
     }
 
+    fn engine(&self) -> String {
+        format!("server at {}", self.inner.endpoint)
+    }
+
     /// One request per [`OpenAiSettings::batch_size`] texts, in order; a failed batch fails
     /// the call (the caller's job retries the whole document).
     async fn embed(&self, texts: &[String], purpose: Purpose) -> Result<Vec<Vec<f32>>, ModelError> {

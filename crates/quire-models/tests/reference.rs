@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use quire_models::LocalEmbedder;
+use quire_models::{Engine, EngineOptions, LocalEmbedder};
 use serde_json::Value;
 
 fn model_dir() -> PathBuf {
@@ -21,6 +21,38 @@ fn model_dir() -> PathBuf {
         dir.display()
     );
     dir
+}
+
+/// The ONNX Runtime library: `QUIRE_TEST_ONNXRUNTIME`, else where the product looks
+/// (`ORT_DYLIB_PATH`, then the cache that `scripts/fetch-onnxruntime` fills).
+fn onnxruntime_library() -> PathBuf {
+    let library = std::env::var_os("QUIRE_TEST_ONNXRUNTIME")
+        .map(PathBuf::from)
+        .or_else(quire_models::onnx::default_library);
+    let library = library.expect(
+        "no ONNX Runtime library: run scripts/fetch-onnxruntime (scripts/test does) or set \
+         QUIRE_TEST_ONNXRUNTIME",
+    );
+    assert!(library.is_file(), "{} is not a file", library.display());
+    library
+}
+
+fn load(engine: Engine) -> LocalEmbedder {
+    let options = EngineOptions {
+        engine,
+        onnxruntime_library: (engine == Engine::OnnxRuntime).then(onnxruntime_library),
+    };
+    let embedder = LocalEmbedder::load_with(&model_dir(), &options).unwrap();
+    let expected = match engine {
+        Engine::OnnxRuntime => "onnxruntime",
+        _ => "candle",
+    };
+    assert!(
+        embedder.engine().starts_with(expected),
+        "{}",
+        embedder.engine()
+    );
+    embedder
 }
 
 fn reference() -> Value {
@@ -39,8 +71,33 @@ fn cosine(a: &[f32], b: &[f64]) -> f64 {
 }
 
 #[test]
-fn embeddings_match_sentence_transformers() {
-    let embedder = LocalEmbedder::load(&model_dir()).unwrap();
+fn candle_matches_sentence_transformers() {
+    matches_sentence_transformers(&load(Engine::Candle));
+}
+
+#[test]
+fn onnxruntime_matches_sentence_transformers() {
+    matches_sentence_transformers(&load(Engine::OnnxRuntime));
+}
+
+/// Both engines produce the same vectors, so switching engines never needs re-embedding.
+#[test]
+fn the_engines_agree_and_share_a_model_id() {
+    let (candle, onnx) = (load(Engine::Candle), load(Engine::OnnxRuntime));
+    assert_eq!(candle.model_id(), onnx.model_id());
+    let texts = ["pumps and valves", "Die Pumpe muss vorher gefüllt werden."];
+    for (a, b) in candle
+        .embed(&texts)
+        .unwrap()
+        .iter()
+        .zip(onnx.embed(&texts).unwrap())
+    {
+        let b: Vec<f64> = b.iter().map(|x| f64::from(*x)).collect();
+        assert!(cosine(a, &b) > 0.99999, "cosine {}", cosine(a, &b));
+    }
+}
+
+fn matches_sentence_transformers(embedder: &LocalEmbedder) {
     assert_eq!(embedder.dimensions(), 384);
     let reference = reference();
     let cases = reference["cases"].as_array().unwrap();
@@ -68,7 +125,10 @@ fn embeddings_match_sentence_transformers() {
         assert!((norm - 1.0).abs() < 1e-4, "{text:?}: norm {norm}");
         worst = worst.min(similarity);
     }
-    eprintln!("lowest cosine to the reference: {worst:.6}");
+    eprintln!(
+        "{}: lowest cosine to the reference: {worst:.6}",
+        embedder.engine()
+    );
 }
 
 #[test]
@@ -86,7 +146,12 @@ fn tempfile_dir() -> PathBuf {
 
 #[test]
 fn padding_in_a_batch_does_not_change_a_vector() {
-    let embedder = LocalEmbedder::load(&model_dir()).unwrap();
+    for engine in [Engine::Candle, Engine::OnnxRuntime] {
+        padding_does_not_change_a_vector(&load(engine));
+    }
+}
+
+fn padding_does_not_change_a_vector(embedder: &LocalEmbedder) {
     let texts = [
         "short",
         "a somewhat longer sentence about pumps, valves and seals",

@@ -55,9 +55,10 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
             let semantic = Semantic::open(&dir, embedder)
                 .with_context(|| format!("could not open the vector index in {}", dir.display()))?;
             let note = format!(
-                "semantic search on: {} ({} dimensions), {} chunks embedded",
+                "semantic search on: {} ({} dimensions, {}), {} chunks embedded",
                 semantic.embedder().model_id(),
                 semantic.embedder().dimensions(),
+                semantic.embedder().engine(),
                 semantic.vectors().len()
             );
             (Some(Arc::new(semantic)), note)
@@ -221,9 +222,11 @@ async fn open_semantic(config: &Config) -> anyhow::Result<Option<Arc<dyn Embedde
     };
     if let Some(dir) = &model_dir {
         let dir = expand_home(dir);
+        let mut options = embedding.engine_options()?;
+        options.onnxruntime_library = options.onnxruntime_library.map(|p| expand_home(&p));
         let loaded = tokio::task::spawn_blocking({
             let dir = dir.clone();
-            move || LocalEmbedder::load(&dir)
+            move || LocalEmbedder::load_with(&dir, &options)
         })
         .await?
         .with_context(|| {
@@ -233,6 +236,12 @@ async fn open_semantic(config: &Config) -> anyhow::Result<Option<Arc<dyn Embedde
                 dir.display()
             )
         })?;
+        if let Some(reason) = loaded.engine_fallback() {
+            tracing::warn!(
+                "the embedding model runs on candle, about half as fast: {reason} \
+                 (set embedding.engine = \"candle\" to silence this)"
+            );
+        }
         return Ok(Some(Arc::new(loaded)));
     }
     if let (Some(base_url), Some(model)) = (&embedding.base_url, &embedding.model) {

@@ -32,12 +32,28 @@ pub struct EmbedBenchArgs {
     /// BEIR `queries.jsonl`: also time embedding each query alone, as search does.
     #[arg(long, value_name = "FILE")]
     queries: Option<PathBuf>,
+    /// Inference engine: `auto` (ONNX Runtime when its library is found), `onnxruntime` or
+    /// `candle`, as `embedding.engine`.
+    #[arg(long, default_value = "auto")]
+    engine: String,
+    /// The ONNX Runtime library (default: `ORT_DYLIB_PATH`, then the model cache).
+    #[arg(long, value_name = "FILE")]
+    onnxruntime_library: Option<PathBuf>,
 }
 
 /// Runs the benchmark and prints its report.
 pub fn embed(args: EmbedBenchArgs) -> anyhow::Result<()> {
-    let embedder = LocalEmbedder::load(&args.model_dir)
+    let options = crate::config::EmbeddingConfig {
+        engine: args.engine.clone(),
+        onnxruntime_library: args.onnxruntime_library.clone(),
+        ..Default::default()
+    }
+    .engine_options()?;
+    let embedder = LocalEmbedder::load_with(&args.model_dir, &options)
         .with_context(|| format!("could not load the model in {}", args.model_dir.display()))?;
+    if let Some(reason) = embedder.engine_fallback() {
+        eprintln!("ONNX Runtime not used: {reason}");
+    }
     let chunks = match &args.corpus {
         Some(path) => corpus_chunks(path, args.chunks)?,
         None => builtin_chunks(args.chunks),
@@ -70,6 +86,7 @@ pub fn embed(args: EmbedBenchArgs) -> anyhow::Result<()> {
     let square = matmul_gflops(1024, 1024, 1024, 5, 5);
 
     println!("model                   {}", embedder.name());
+    println!("engine                  {}", embedder.engine());
     println!("chunks                  {}", texts.len());
     println!("tokens per chunk        {mean_tokens:.1} (mean, with [CLS] and [SEP])");
     println!(

@@ -64,6 +64,13 @@ pub struct EmbeddingConfig {
     /// (`~/.cache/quire-models`, or `QUIRE_MODEL_CACHE`) if `quire model fetch` or
     /// `scripts/fetch-model` put it there.
     pub use_cached_model: bool,
+    /// The inference engine of a local model: `auto` (ONNX Runtime when its library is found,
+    /// else candle), `onnxruntime` (an error without it) or `candle`.
+    pub engine: String,
+    /// The ONNX Runtime shared library (`libonnxruntime.so`); unset: `ORT_DYLIB_PATH`, then
+    /// `onnxruntime/` in the model cache, where `scripts/fetch-onnxruntime` puts it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub onnxruntime_library: Option<PathBuf>,
     /// Put before every query sent to the server (models such as E5 want `query: `).
     pub query_prefix: String,
     /// Put before every chunk sent to the server (E5: `passage: `).
@@ -80,9 +87,29 @@ impl Default for EmbeddingConfig {
             batch_size: 64,
             timeout_seconds: 30,
             use_cached_model: true,
+            engine: "auto".into(),
+            onnxruntime_library: None,
             query_prefix: String::new(),
             document_prefix: String::new(),
         }
+    }
+}
+
+impl EmbeddingConfig {
+    /// How the local model is to be run.
+    pub fn engine_options(&self) -> anyhow::Result<quire_models::EngineOptions> {
+        let engine = match self.engine.as_str() {
+            "auto" => quire_models::Engine::Auto,
+            "candle" => quire_models::Engine::Candle,
+            "onnxruntime" => quire_models::Engine::OnnxRuntime,
+            other => bail!(
+                "embedding.engine must be \"auto\", \"onnxruntime\" or \"candle\", not {other:?}"
+            ),
+        };
+        Ok(quire_models::EngineOptions {
+            engine,
+            onnxruntime_library: self.onnxruntime_library.clone(),
+        })
     }
 }
 
@@ -374,6 +401,7 @@ impl Config {
         if e.base_url.is_some() && e.model.is_none() {
             bail!("embedding.base_url needs embedding.model (the served model's name)");
         }
+        e.engine_options()?;
         if e.batch_size == 0 || e.timeout_seconds == 0 {
             bail!("embedding.batch_size and embedding.timeout_seconds must be at least 1");
         }
@@ -445,6 +473,11 @@ const OPTIONAL_SETTINGS: &[(&str, &str, &str)] = &[
         "embedding",
         "model_dir",
         "\"~/.cache/quire-models/all-MiniLM-L6-v2\"  # unset (and no base_url): keyword search only",
+    ),
+    (
+        "embedding",
+        "onnxruntime_library",
+        "\"~/.cache/quire-models/onnxruntime/libonnxruntime.so\"  # unset: ORT_DYLIB_PATH, then that cache path",
     ),
     (
         "embedding",
@@ -535,6 +568,27 @@ mod tests {
         assert_eq!(c.bind, "127.0.0.1:8080");
         assert_eq!(c.limits.max_upload_bytes, 100 * 1024 * 1024);
         assert_eq!(c.limits.search_per_minute, 100);
+    }
+
+    #[test]
+    fn an_unknown_embedding_engine_is_refused() {
+        let err = Config::load(
+            None,
+            env(&[("QUIRE_EMBEDDING_ENGINE", "gpu")]),
+            &Overrides::default(),
+        )
+        .unwrap_err();
+        assert!(format!("{err:#}").contains("embedding.engine"), "{err:#}");
+        let c = Config::load(
+            None,
+            env(&[("QUIRE_EMBEDDING_ENGINE", "candle")]),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            c.embedding.engine_options().unwrap().engine,
+            quire_models::Engine::Candle
+        );
     }
 
     #[test]

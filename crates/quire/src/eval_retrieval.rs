@@ -201,6 +201,13 @@ pub async fn retrieval(base: &Config, args: RetrievalEvalArgs) -> anyhow::Result
         ),
         None => ingest(&state, &corpus, queries.len()).await?,
     };
+    if let Some(semantic) = state.ingest.semantic() {
+        println!(
+            "embedder {} on {}",
+            semantic.embedder().model_id(),
+            semantic.embedder().engine()
+        );
+    }
     let modes: Vec<(&str, Retrieval)> = match args.mode {
         Mode::Keyword => vec![("keyword", Retrieval::Keyword)],
         Mode::Vector => vec![("vector", Retrieval::Vector)],

@@ -13,6 +13,7 @@ pub(super) async fn version(State(state): State<AppState>) -> Json<Value> {
         Some(semantic) => json!({
             "enabled": true,
             "model": semantic.embedder().model_id(),
+            "engine": semantic.embedder().engine(),
             "dimensions": semantic.embedder().dimensions(),
             "embeddedChunks": semantic.vectors().len(),
             "reembedding": semantic.backfill_running(),

@@ -149,6 +149,24 @@ async fn a_model_that_cannot_be_loaded_leaves_the_service_up_and_keyword_only() 
 }
 
 #[tokio::test]
+async fn the_candle_engine_finds_the_same_by_meaning() {
+    let server = TestServer::start_with(|c| {
+        c.embedding.model_dir = Some(model_dir());
+        c.embedding.engine = "candle".into();
+    })
+    .await;
+    let key = server.key(Permission::ReadWrite).await;
+    let source = server.create_source(&key, "S").await;
+    upload_three(&server, &key, &source).await;
+    let h = health(&server).await;
+    assert_eq!(h["semanticSearch"]["engine"], "candle", "{h}");
+    let names = top_names(&server, &key, json!({"query": "a cat sleeping"})).await;
+    assert_eq!(names[0], "pets.md", "{names:?}");
+    let names = top_names(&server, &key, json!({"query": "storm forecast"})).await;
+    assert_eq!(names[0], "weather.md", "{names:?}");
+}
+
+#[tokio::test]
 async fn with_a_model_search_is_hybrid_and_finds_by_meaning() {
     let server = TestServer::start_with(|c| c.embedding.model_dir = Some(model_dir())).await;
     let key = server.key(Permission::ReadWrite).await;
@@ -158,6 +176,14 @@ async fn with_a_model_search_is_hybrid_and_finds_by_meaning() {
     assert_eq!(h["semanticSearch"]["enabled"], true, "{h}");
     assert_eq!(h["semanticSearch"]["dimensions"], 384, "{h}");
     assert_eq!(h["semanticSearch"]["embeddedChunks"], 3, "{h}");
+    assert!(
+        h["semanticSearch"]["engine"]
+            .as_str()
+            .unwrap()
+            .starts_with("onnxruntime"),
+        "with its library in the model cache (scripts/fetch-onnxruntime) the default engine is \
+         ONNX Runtime: {h}"
+    );
 
     let names = top_names(&server, &key, json!({"query": "a cat sleeping"})).await;
     assert_eq!(names[0], "pets.md", "{names:?}");

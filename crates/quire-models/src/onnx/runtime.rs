@@ -1,0 +1,168 @@
+//! The encoder on ONNX Runtime, loaded at run time from a shared library (nothing is linked
+//! or downloaded at build time), running the graph [`super::graph`] writes from the model
+//! directory's weights.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use ort::session::Session;
+use ort::value::Tensor;
+
+use super::graph::bert_model;
+use crate::ModelError;
+use crate::bert::BertConfig;
+
+/// An encoder session. ONNX Runtime runs one call at a time per session here (its own
+/// threads parallelise inside the call), so calls queue on the mutex.
+pub(crate) struct OnnxEncoder {
+    session: Mutex<Session>,
+    library: PathBuf,
+}
+
+impl std::fmt::Debug for OnnxEncoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OnnxEncoder")
+            .field("library", &self.library)
+            .finish_non_exhaustive()
+    }
+}
+
+/// ONNX Runtime allows one environment per process, and a process can load only one copy of
+/// the library: the first library that loads is the one every session uses. A library that
+/// fails to load is not remembered, so a later call may name a good one.
+static ENVIRONMENT: Mutex<Option<(&'static ort::environment::Environment, PathBuf)>> =
+    Mutex::new(None);
+
+fn environment(library: &Path) -> Result<&'static ort::environment::Environment, ModelError> {
+    let mut loaded = ENVIRONMENT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((environment, first)) = loaded.as_ref() {
+        return if same_file(first, library) {
+            Ok(environment)
+        } else {
+            Err(ModelError::Unsupported(format!(
+                "ONNX Runtime is already loaded from {}; one process cannot also load {}",
+                first.display(),
+                library.display()
+            )))
+        };
+    }
+    if !library.is_file() {
+        return Err(ModelError::Unsupported(format!(
+            "no ONNX Runtime library at {}",
+            library.display()
+        )));
+    }
+    let failed = |reason: String| {
+        ModelError::Unsupported(format!(
+            "could not load ONNX Runtime from {}: {reason}",
+            library.display()
+        ))
+    };
+    let environment = ort::init_from(library)
+        .map_err(|e| failed(e.to_string()))?
+        .with_name("quire")
+        .build()
+        .map_err(|e| failed(e.to_string()))?;
+    // Lives as long as the process, like the library it came from.
+    let environment: &'static _ = Box::leak(Box::new(environment));
+    *loaded = Some((environment, library.to_owned()));
+    Ok(environment)
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+}
+
+impl OnnxEncoder {
+    /// Loads ONNX Runtime from `library` and builds a session for the encoder in `weights`.
+    pub(crate) fn load(
+        library: &Path,
+        weights: &Path,
+        config: &BertConfig,
+    ) -> Result<Self, ModelError> {
+        let environment = environment(library)?;
+        let model = bert_model(weights, config)?;
+        let threads = std::thread::available_parallelism().map_or(1, usize::from);
+        let failed = |e: ort::Error| ModelError::Unsupported(format!("ONNX Runtime: {e}"));
+        let session = Session::builder(environment)
+            .map_err(failed)?
+            .with_intra_threads(threads)
+            .map_err(|e| failed(e.into()))?
+            .with_inter_threads(1)
+            .map_err(|e| failed(e.into()))?
+            // Spinning threads win a little latency on an idle machine and burn a core on a
+            // busy one, next to the search index and the HTTP server.
+            .with_intra_op_spinning(false)
+            .map_err(|e| failed(e.into()))?
+            .commit_from_memory(&model)
+            .map_err(failed)?;
+        Ok(Self {
+            session: Mutex::new(session),
+            library: library.to_owned(),
+        })
+    }
+
+    /// The library the session runs on.
+    pub(crate) fn library(&self) -> &Path {
+        &self.library
+    }
+
+    /// The mean-pooled, L2-normalised embeddings of token sequences, run as one padded batch.
+    pub(crate) fn embed_batch(&self, sequences: &[Vec<u32>]) -> Result<Vec<Vec<f32>>, ModelError> {
+        if sequences.is_empty() {
+            return Ok(Vec::new());
+        }
+        let batch = sequences.len();
+        let len = sequences.iter().map(Vec::len).max().unwrap_or(0).max(1);
+        let mut ids = Vec::with_capacity(batch * len);
+        let mut bias = Vec::with_capacity(batch * len);
+        for sequence in sequences {
+            ids.extend(sequence.iter().map(|&id| i64::from(id)));
+            ids.extend(std::iter::repeat_n(0, len - sequence.len()));
+            bias.extend(std::iter::repeat_n(0f32, sequence.len()));
+            bias.extend(std::iter::repeat_n(-1e9f32, len - sequence.len()));
+        }
+        let positions: Vec<i64> = (0..len as i64).collect();
+        let failed = |e: ort::Error| ModelError::Inference(format!("ONNX Runtime: {e}"));
+        let inputs = ort::inputs![
+            "input_ids" => Tensor::from_array(([batch as i64, len as i64], ids)).map_err(failed)?,
+            "position_ids" => Tensor::from_array(([len as i64], positions)).map_err(failed)?,
+            "attention_bias" => Tensor::from_array(([batch as i64, 1, 1, len as i64], bias)).map_err(failed)?,
+        ];
+        let mut session = self
+            .session
+            .lock()
+            .map_err(|_| ModelError::Inference("an earlier call panicked".into()))?;
+        let outputs = session.run(inputs).map_err(failed)?;
+        let (_, hidden_states) = outputs["last_hidden_state"]
+            .try_extract_tensor::<f32>()
+            .map_err(failed)?;
+        let width = hidden_states.len() / (batch * len);
+        Ok(sequences
+            .iter()
+            .enumerate()
+            .map(|(b, sequence)| {
+                let rows = &hidden_states[b * len * width..(b * len + sequence.len()) * width];
+                mean_pool(rows, width)
+            })
+            .collect())
+    }
+}
+
+/// The mean of `rows` (the real tokens' hidden states), scaled to unit length.
+fn mean_pool(rows: &[f32], width: usize) -> Vec<f32> {
+    let count = (rows.len() / width).max(1) as f32;
+    let mut mean = vec![0f32; width];
+    for row in rows.chunks_exact(width) {
+        for (m, x) in mean.iter_mut().zip(row) {
+            *m += x;
+        }
+    }
+    for m in &mut mean {
+        *m /= count;
+    }
+    let norm = mean.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+    mean.iter().map(|x| x / norm).collect()
+}
