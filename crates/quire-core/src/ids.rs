@@ -74,6 +74,14 @@ uuid_id!(
     /// Identifies a background job.
     JobId
 );
+uuid_id!(
+    /// Identifies a conversation: the answers generated for one API key that follow each other.
+    ConversationId
+);
+uuid_id!(
+    /// Identifies one question and its generated answer within a conversation.
+    MessageId
+);
 
 #[cfg(test)]
 mod tests {

@@ -11,7 +11,7 @@ pub mod scope;
 pub mod secret;
 
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use ids::{ChunkId, DocumentId, JobId, KeyId, SourceId};
+pub use ids::{ChunkId, ConversationId, DocumentId, JobId, KeyId, MessageId, SourceId};
 pub use input::{InputError, SearchLimit, SearchQuery, SourceDescription, SourceName, SourceType};
 pub use model::{
     ApiKeyRecord, ChunkDraft, DocumentRecord, DocumentStatus, NewApiKey, NewDocument, NewSource,

@@ -33,9 +33,15 @@ pub enum ApiError {
     UnsupportedMediaType(String),
     /// 429: the key's rate limit is used up.
     RateLimited(RateLimitState),
+    /// 429: the generation queue already holds this many waiting requests.
+    QueueFull(usize),
     /// 500: something failed inside; the cause has been logged.
     Internal,
 }
+
+/// What a client refused for a full generation queue is told to wait: about one answer's
+/// time.
+const QUEUE_RETRY_SECONDS: u64 = 10;
 
 /// The error envelope every non-2xx response carries.
 #[derive(Debug, Serialize)]
@@ -84,6 +90,14 @@ impl ApiError {
                     state.limit, state.retry_after
                 ),
             ),
+            Self::QueueFull(waiting) => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "queue_full",
+                format!(
+                    "{waiting} questions are already waiting for the language model; retry in \
+                     {QUEUE_RETRY_SECONDS} seconds"
+                ),
+            ),
             Self::Internal => (
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "internal_error",
@@ -113,6 +127,11 @@ impl IntoResponse for ApiError {
                 response
                     .headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from(state.retry_after));
+            }
+            Self::QueueFull(_) => {
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(QUEUE_RETRY_SECONDS));
             }
             Self::Unauthorized(_) => {
                 response

@@ -6,6 +6,7 @@ pub mod api_keys;
 pub mod auth;
 mod error;
 mod extract;
+pub mod generate;
 mod rate_limit;
 mod routes;
 pub mod search;

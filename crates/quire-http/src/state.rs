@@ -8,6 +8,7 @@ use quire_search::KeywordIndex;
 use quire_store::Store;
 
 use crate::RateLimiter;
+use crate::generate::Generation;
 use crate::search::SearchSettings;
 
 /// Limits of the HTTP layer itself (`[limits]` in the config file).
@@ -36,6 +37,8 @@ pub struct AppState {
     pub settings: HttpSettings,
     /// Fusion and candidate depth.
     pub search: SearchSettings,
+    /// The generator and its queue, for `POST /api/v1/generate`.
+    pub generation: Generation,
     /// Whether semantic search is on and with which model, or why it is off (for the health
     /// output).
     pub semantic_note: Arc<str>,

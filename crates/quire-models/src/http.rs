@@ -49,7 +49,7 @@ pub(crate) fn transport_error(url: &str, error: &reqwest::Error, timeout: Durati
 
 /// reqwest's own message only says that sending failed; the innermost cause says why
 /// ("Connection refused", "failed to lookup address", a certificate problem).
-fn root_cause(error: &reqwest::Error) -> String {
+pub(crate) fn root_cause(error: &reqwest::Error) -> String {
     let mut messages = vec![error.to_string()];
     let mut source = error.source();
     while let Some(cause) = source {

@@ -9,6 +9,7 @@ mod bert;
 mod embedder;
 pub mod fetch;
 mod fused;
+pub mod generate;
 mod http;
 mod local;
 pub mod onnx;

@@ -1,5 +1,6 @@
 //! Quire's storage. The [`Store`] trait is everything the service keeps outside its indexes:
-//! sources, documents, chunks, API keys, background jobs and rate-limit windows. The embedded
+//! sources, documents, chunks, API keys, background jobs, rate-limit windows and generated
+//! conversations. The embedded
 //! default is SQLite ([`SqliteStore`]); other backends implement the same trait and pass the
 //! same conformance tests.
 //!
@@ -13,15 +14,15 @@ mod types;
 pub use error::StoreError;
 pub use sqlite::SqliteStore;
 pub use types::{
-    ClaimedJob, Created, DocumentHit, FinishOutcome, ProcessedDocument, RateBucket, RateWindow,
-    StoredChunk,
+    ClaimedJob, ConversationRecord, Created, DocumentHit, FinishOutcome, MessageRecord, NewMessage,
+    ProcessedDocument, RateBucket, RateWindow, StoredChunk,
 };
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use quire_core::{
-    ApiKeyRecord, ChunkDraft, DocumentId, DocumentRecord, KeyId, NewApiKey, NewDocument, NewSource,
-    SourceId, SourceRecord, SourceScope,
+    ApiKeyRecord, ChunkDraft, ConversationId, DocumentId, DocumentRecord, KeyId, NewApiKey,
+    NewDocument, NewSource, SourceId, SourceRecord, SourceScope,
 };
 
 /// Result of a store call.
@@ -149,4 +150,28 @@ pub trait Store: Send + Sync + 'static {
     async fn peek_rate_window(&self, window: &RateWindow) -> StoreResult<u64>;
     /// Forgets windows that started before `before`.
     async fn prune_rate_windows(&self, before: DateTime<Utc>) -> StoreResult<u64>;
+
+    // --- conversations ---
+
+    /// Stores a generated answer, atomically creating its conversation (owned by
+    /// `message.key_id`, created at `message.created_at`) if it does not exist and moving the
+    /// conversation's `updated_at` forward. Fails with [`StoreError::Invalid`], writing
+    /// nothing, if the conversation belongs to another key or the key does not exist.
+    async fn add_message(&self, message: NewMessage) -> StoreResult<MessageRecord>;
+    /// One conversation, whoever owns it; callers compare its `key_id` with the caller's key.
+    async fn get_conversation(&self, id: ConversationId)
+    -> StoreResult<Option<ConversationRecord>>;
+    /// The last `limit` messages of a conversation, oldest first (ties on `created_at` in the
+    /// order they were added); empty when the conversation does not exist.
+    async fn recent_messages(
+        &self,
+        id: ConversationId,
+        limit: u32,
+    ) -> StoreResult<Vec<MessageRecord>>;
+    /// Up to `limit` conversations of one key, the most recently updated first.
+    async fn list_conversations(
+        &self,
+        key_id: KeyId,
+        limit: u32,
+    ) -> StoreResult<Vec<ConversationRecord>>;
 }

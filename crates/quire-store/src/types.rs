@@ -1,7 +1,9 @@
 //! Values exchanged with the store that are not domain records.
 
 use chrono::{DateTime, Utc};
-use quire_core::{ChunkDraft, DocumentId, DocumentRecord, JobId, KeyId, SourceId};
+use quire_core::{
+    ChunkDraft, ConversationId, DocumentId, DocumentRecord, JobId, KeyId, MessageId, SourceId,
+};
 
 /// A job leased to a worker.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,4 +112,60 @@ pub struct StoredChunk {
     pub document_id: DocumentId,
     /// Ordinal, page, section and text.
     pub chunk: ChunkDraft,
+}
+
+/// A generated answer to store: the first one of a new conversation or the next one of an
+/// existing conversation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewMessage {
+    /// The message.
+    pub id: MessageId,
+    /// The conversation it belongs to; created when it does not exist yet.
+    pub conversation_id: ConversationId,
+    /// The API key asking; it must own the conversation.
+    pub key_id: KeyId,
+    /// The question as asked.
+    pub question: String,
+    /// The generated answer.
+    pub answer: String,
+    /// The JSON array of citations sent in the stream's `done` event, stored verbatim.
+    pub citations: String,
+    /// What produced the answer: `extractive` or the model's name.
+    pub generator: String,
+    /// When the answer was generated.
+    pub created_at: DateTime<Utc>,
+}
+
+/// A stored conversation, without its messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConversationRecord {
+    /// The conversation.
+    pub id: ConversationId,
+    /// The API key that created it, the only one that may see or continue it.
+    pub key_id: KeyId,
+    /// When its first message was generated.
+    pub created_at: DateTime<Utc>,
+    /// When its latest message was generated.
+    pub updated_at: DateTime<Utc>,
+    /// Number of messages in it.
+    pub message_count: u32,
+}
+
+/// A stored question and answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageRecord {
+    /// The message.
+    pub id: MessageId,
+    /// Its conversation.
+    pub conversation_id: ConversationId,
+    /// The question as asked.
+    pub question: String,
+    /// The generated answer.
+    pub answer: String,
+    /// The JSON array of citations, as stored.
+    pub citations: String,
+    /// What produced the answer: `extractive` or the model's name.
+    pub generator: String,
+    /// When the answer was generated.
+    pub created_at: DateTime<Utc>,
 }

@@ -10,8 +10,10 @@ use std::time::Duration;
 use anyhow::Context;
 use axum::Router;
 use quire_core::Clock;
+use quire_http::generate::{Generation, GenerationQueue};
 use quire_http::{AppState, HttpSettings, RateLimiter};
 use quire_ingest::{Ingest, IngestSettings, JobRunner, Originals, Semantic, WorkerSettings};
+use quire_models::generate::{Extractive, Generator, OpenAiChat, OpenAiChatSettings};
 use quire_models::{Embedder, LocalEmbedder, OpenAiEmbedder, OpenAiSettings};
 use quire_search::KeywordIndex;
 use quire_store::{SqliteStore, Store};
@@ -118,6 +120,7 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
         },
         search: config.search.settings(),
         semantic_note: Arc::from(semantic_note),
+        generation: open_generation(&config.llm)?,
     };
     Ok(App {
         state,
@@ -188,6 +191,14 @@ impl App {
             Arc::clone(&self.state.clock),
         ));
         let router = self.router();
+        // Without TCP_NODELAY, Nagle's algorithm holds each small SSE event until the client
+        // acknowledges the previous one: up to 40 ms per streamed piece (measured with
+        // `quire bench generate`).
+        let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
+            if let Err(e) = stream.set_nodelay(true) {
+                tracing::debug!(error = %e, "could not set TCP_NODELAY");
+            }
+        });
         let served = axum::serve(listener, router)
             .with_graceful_shutdown(shutdown)
             .await
@@ -257,6 +268,39 @@ async fn open_semantic(config: &Config) -> anyhow::Result<Option<Arc<dyn Embedde
         return Ok(Some(Arc::new(remote)));
     }
     Ok(None)
+}
+
+/// The answer generator `[llm]` configures (the extractive answerer without a server) and its
+/// queue. Nothing is contacted here: a server that is down shows as an `error` event on the
+/// first question, not as a service that will not start.
+fn open_generation(llm: &crate::config::LlmConfig) -> anyhow::Result<Generation> {
+    let generator: Arc<dyn Generator> = match (&llm.base_url, &llm.model) {
+        (Some(base_url), Some(model)) => {
+            let chat = OpenAiChat::new(OpenAiChatSettings {
+                base_url: base_url.clone(),
+                model: model.clone(),
+                api_key: llm.api_key.as_ref().map(|k| k.expose().clone()),
+                timeout: Duration::from_secs(llm.timeout_seconds),
+                temperature: llm.temperature,
+                max_tokens: llm.max_tokens,
+            })
+            .context("the [llm] settings cannot work")?;
+            tracing::info!(generator = %chat.name(), "answers come from a language model");
+            Arc::new(chat)
+        }
+        _ => {
+            tracing::info!(
+                "answers are extractive: no language model is configured (llm.base_url, \
+                 QUIRE_LLM_BASE_URL)"
+            );
+            Arc::new(Extractive::default())
+        }
+    };
+    Ok(Generation {
+        generator,
+        queue: GenerationQueue::new(llm.max_concurrent, llm.max_queue),
+        settings: llm.generation_settings(),
+    })
 }
 
 /// `~/…` in a configured path, as a shell would expand it.

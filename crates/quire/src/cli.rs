@@ -12,7 +12,7 @@ use quire_core::{Permission, SystemClock};
 use tracing_subscriber::EnvFilter;
 
 use crate::config::{Config, Overrides};
-use crate::{bench, bench_embed, bench_vectors, eval, eval_retrieval, keys};
+use crate::{bench, bench_embed, bench_generate, bench_vectors, eval, eval_retrieval, keys};
 
 /// Quire: a self-hosted document knowledge base for AI agents.
 #[derive(Debug, Parser)]
@@ -126,6 +126,9 @@ enum BenchCommand {
     Embed(bench_embed::EmbedBenchArgs),
     /// The vector index (HNSW graph and exact scan) on a synthetic corpus of N chunks.
     Vectors(bench_vectors::VectorBenchArgs),
+    /// `POST /api/v1/generate` over real HTTP on an ingested BEIR corpus: retrieval overhead,
+    /// added latency per streamed delta, memory of idle queued streams, extractive citations.
+    Generate(bench_generate::GenerateBenchArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -235,6 +238,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         } => {
             init_logging(&config, "warn");
             bench::search(&config, args).await
+        }
+        Command::Bench {
+            command: BenchCommand::Generate(args),
+        } => {
+            init_logging(&config, "warn");
+            bench_generate::generate(&config, args).await
         }
         Command::Bench {
             command: BenchCommand::Embed(args),

@@ -4,6 +4,7 @@
 pub mod app;
 pub mod bench;
 pub mod bench_embed;
+pub mod bench_generate;
 pub mod bench_vectors;
 pub mod cli;
 pub mod config;

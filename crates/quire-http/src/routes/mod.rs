@@ -2,6 +2,7 @@
 //! unknown paths and wrong methods inside the error envelope.
 
 mod documents;
+mod generate;
 mod health;
 mod search;
 mod sources;
@@ -59,6 +60,10 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/search",
             post(search::search).route_layer(limited(RateBucket::Search)),
+        )
+        .route(
+            "/generate",
+            post(generate::generate).route_layer(limited(RateBucket::Generate)),
         )
         .route_layer(from_fn_with_state(state.clone(), auth::authenticate));
     Router::new()

@@ -12,6 +12,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
         2,
         "CREATE INDEX documents_by_content ON documents (source_id, sha256);",
     ),
+    (3, include_str!("schema_v3.sql")),
 ];
 
 pub(super) async fn run(pool: &SqlitePool) -> StoreResult<()> {

@@ -3,6 +3,7 @@
 
 mod chunks;
 mod codec;
+mod conversations;
 mod documents;
 mod jobs;
 mod keys;
@@ -17,15 +18,15 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use quire_core::{
-    ApiKeyRecord, ChunkDraft, DocumentId, DocumentRecord, KeyId, NewApiKey, NewDocument, NewSource,
-    SourceId, SourceRecord, SourceScope,
+    ApiKeyRecord, ChunkDraft, ConversationId, DocumentId, DocumentRecord, KeyId, NewApiKey,
+    NewDocument, NewSource, SourceId, SourceRecord, SourceScope,
 };
 use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 use crate::{
-    ClaimedJob, Created, DocumentHit, FinishOutcome, ProcessedDocument, RateWindow, Store,
-    StoreError, StoreResult, StoredChunk,
+    ClaimedJob, ConversationRecord, Created, DocumentHit, FinishOutcome, MessageRecord, NewMessage,
+    ProcessedDocument, RateWindow, Store, StoreError, StoreResult, StoredChunk,
 };
 
 /// A [`Store`] in one SQLite database file.
@@ -202,5 +203,32 @@ impl Store for SqliteStore {
 
     async fn prune_rate_windows(&self, before: DateTime<Utc>) -> StoreResult<u64> {
         rate::prune(&self.pool, before).await
+    }
+
+    async fn add_message(&self, message: NewMessage) -> StoreResult<MessageRecord> {
+        conversations::add_message(&self.pool, message).await
+    }
+
+    async fn get_conversation(
+        &self,
+        id: ConversationId,
+    ) -> StoreResult<Option<ConversationRecord>> {
+        conversations::get(&self.pool, id).await
+    }
+
+    async fn recent_messages(
+        &self,
+        id: ConversationId,
+        limit: u32,
+    ) -> StoreResult<Vec<MessageRecord>> {
+        conversations::recent_messages(&self.pool, id, limit).await
+    }
+
+    async fn list_conversations(
+        &self,
+        key_id: KeyId,
+        limit: u32,
+    ) -> StoreResult<Vec<ConversationRecord>> {
+        conversations::list(&self.pool, key_id, limit).await
     }
 }

@@ -7,6 +7,7 @@ mod errors;
 mod eval;
 mod fixtures;
 mod formats;
+mod generate;
 mod helpers;
 mod isolation;
 mod model_fetch;

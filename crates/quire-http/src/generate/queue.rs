@@ -1,0 +1,283 @@
+//! The generation queue: at most `slots` answers are generated at once, the others wait in
+//! FIFO order and can always see their place in line. A [`Ticket`] is a place in the queue or,
+//! once its turn comes, a slot; dropping it (the client went away, or the answer is done)
+//! leaves the line or frees the slot at once, and everyone behind moves up.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::watch;
+
+/// Where a ticket stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// Waiting; 1 is next in line.
+    Waiting(usize),
+    /// Holds a slot: generate now.
+    Running,
+}
+
+/// The line is full; the request is refused before its stream starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueFull {
+    /// How many may wait.
+    pub max_waiting: usize,
+}
+
+/// A FIFO queue in front of a fixed number of generation slots.
+#[derive(Debug)]
+pub struct GenerationQueue {
+    slots: usize,
+    max_waiting: usize,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    running: usize,
+    next_id: u64,
+    /// Waiting tickets in order, each with the channel that tells it its place.
+    waiting: VecDeque<(u64, watch::Sender<Place>)>,
+}
+
+impl State {
+    /// Hands free slots to the front of the line and tells everyone still waiting their new
+    /// place (a watch only wakes its receiver when the value really changed).
+    fn advance(&mut self, slots: usize) {
+        while self.running < slots {
+            let Some((_, place)) = self.waiting.pop_front() else {
+                break;
+            };
+            // A ticket dropped since is gone from the line already, so every sender here
+            // belongs to a live ticket; `send` failing would only mean it is being dropped.
+            self.running += 1;
+            let _ = place.send(Place::Running);
+        }
+        for (i, (_, place)) in self.waiting.iter().enumerate() {
+            place.send_if_modified(|p| {
+                let new = Place::Waiting(i + 1);
+                let changed = *p != new;
+                *p = new;
+                changed
+            });
+        }
+    }
+}
+
+impl GenerationQueue {
+    /// A queue with `slots` concurrent generations (at least 1) and at most `max_waiting`
+    /// requests waiting.
+    pub fn new(slots: usize, max_waiting: usize) -> Arc<Self> {
+        Arc::new(Self {
+            slots: slots.max(1),
+            max_waiting,
+            state: Mutex::new(State::default()),
+        })
+    }
+
+    /// Concurrent generations allowed.
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+
+    /// (running, waiting) right now.
+    pub fn load(&self) -> (usize, usize) {
+        let state = self.lock();
+        (state.running, state.waiting.len())
+    }
+
+    /// Takes a place: a slot at once when one is free and nobody waits, else the end of the
+    /// line, unless the line is full.
+    pub fn join(self: &Arc<Self>) -> Result<Ticket, QueueFull> {
+        let mut state = self.lock();
+        let id = state.next_id;
+        state.next_id += 1;
+        let place = if state.running < self.slots && state.waiting.is_empty() {
+            state.running += 1;
+            let (_, receiver) = watch::channel(Place::Running);
+            return Ok(Ticket {
+                queue: Arc::clone(self),
+                id,
+                place: receiver,
+            });
+        } else if state.waiting.len() >= self.max_waiting {
+            return Err(QueueFull {
+                max_waiting: self.max_waiting,
+            });
+        } else {
+            Place::Waiting(state.waiting.len() + 1)
+        };
+        let (sender, receiver) = watch::channel(place);
+        state.waiting.push_back((id, sender));
+        Ok(Ticket {
+            queue: Arc::clone(self),
+            id,
+            place: receiver,
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // The state is a counter and a list, consistent after every statement: a panic
+        // elsewhere while holding the lock cannot leave it half-changed.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn leave(&self, id: u64, was_running: bool) {
+        let mut state = self.lock();
+        if was_running {
+            state.running -= 1;
+        } else if let Some(i) = state.waiting.iter().position(|(t, _)| *t == id) {
+            state.waiting.remove(i);
+        } else {
+            // Promoted after the ticket last looked: it held a slot.
+            state.running -= 1;
+        }
+        state.advance(self.slots);
+    }
+}
+
+/// A place in the queue, then a slot. Dropping it gives the place or the slot back.
+#[derive(Debug)]
+pub struct Ticket {
+    queue: Arc<GenerationQueue>,
+    id: u64,
+    place: watch::Receiver<Place>,
+}
+
+impl Ticket {
+    /// Where the ticket stands now.
+    pub fn place(&self) -> Place {
+        *self.place.borrow()
+    }
+
+    /// Waits until the place changes and returns the new one.
+    pub async fn changed(&mut self) -> Place {
+        // The sender lives in the queue until this ticket is promoted, and the value is
+        // final once Running; an error means the sender is gone after a promotion.
+        let _ = self.place.changed().await;
+        *self.place.borrow_and_update()
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        let was_running = *self.place.borrow() == Place::Running;
+        self.queue.leave(self.id, was_running);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_slots_are_taken_at_once_then_the_line_forms_in_order() {
+        let queue = GenerationQueue::new(2, 10);
+        let a = queue.join().unwrap();
+        let b = queue.join().unwrap();
+        let c = queue.join().unwrap();
+        let d = queue.join().unwrap();
+        assert_eq!(a.place(), Place::Running);
+        assert_eq!(b.place(), Place::Running);
+        assert_eq!(c.place(), Place::Waiting(1));
+        assert_eq!(d.place(), Place::Waiting(2));
+        assert_eq!(queue.load(), (2, 2));
+        drop(a);
+        assert_eq!(c.place(), Place::Running);
+        assert_eq!(d.place(), Place::Waiting(1));
+        drop(b);
+        assert_eq!(d.place(), Place::Running);
+        assert_eq!(queue.load(), (2, 0));
+    }
+
+    #[test]
+    fn leaving_the_line_moves_those_behind_up_and_frees_nothing() {
+        let queue = GenerationQueue::new(1, 10);
+        let running = queue.join().unwrap();
+        let first = queue.join().unwrap();
+        let second = queue.join().unwrap();
+        let third = queue.join().unwrap();
+        drop(first);
+        assert_eq!(second.place(), Place::Waiting(1));
+        assert_eq!(third.place(), Place::Waiting(2));
+        assert_eq!(running.place(), Place::Running);
+        assert_eq!(queue.load(), (1, 2));
+    }
+
+    #[test]
+    fn a_full_line_refuses_and_a_newcomer_never_jumps_it() {
+        let queue = GenerationQueue::new(1, 2);
+        let running = queue.join().unwrap();
+        let _w1 = queue.join().unwrap();
+        let _w2 = queue.join().unwrap();
+        assert_eq!(queue.join().unwrap_err(), QueueFull { max_waiting: 2 });
+        drop(running);
+        // The slot went to the head of the line, not to whoever asks next.
+        assert_eq!(queue.load(), (1, 1));
+        let late = queue.join().unwrap();
+        assert_eq!(late.place(), Place::Waiting(2));
+    }
+
+    #[tokio::test]
+    async fn a_waiter_is_told_each_new_place_then_its_turn() {
+        let queue = GenerationQueue::new(1, 10);
+        let mut holders = vec![queue.join().unwrap()];
+        holders.push(queue.join().unwrap());
+        holders.push(queue.join().unwrap());
+        let mut last = queue.join().unwrap();
+        assert_eq!(last.place(), Place::Waiting(3));
+        let watcher = tokio::spawn(async move {
+            let mut seen = vec![last.place()];
+            loop {
+                let place = last.changed().await;
+                seen.push(place);
+                if place == Place::Running {
+                    return seen;
+                }
+            }
+        });
+        for _ in 0..3 {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            holders.remove(0);
+        }
+        let seen = watcher.await.unwrap();
+        assert_eq!(
+            seen,
+            [
+                Place::Waiting(3),
+                Place::Waiting(2),
+                Place::Waiting(1),
+                Place::Running
+            ]
+        );
+    }
+
+    #[test]
+    fn many_tickets_dropped_in_any_order_leave_the_queue_empty() {
+        let queue = GenerationQueue::new(3, 100);
+        let mut tickets: Vec<Ticket> = (0..50).map(|_| queue.join().unwrap()).collect();
+        // Drop from the middle, the front and the back in turn.
+        let mut k = 7usize;
+        while !tickets.is_empty() {
+            k = (k * 31 + 11) % tickets.len().max(1);
+            tickets.remove(k % tickets.len());
+            let (running, waiting) = queue.load();
+            assert_eq!(running, tickets.len().min(3));
+            assert_eq!(waiting, tickets.len().saturating_sub(3));
+            let places: Vec<Place> = tickets.iter().map(Ticket::place).collect();
+            let waiting_places: Vec<usize> = places
+                .iter()
+                .filter_map(|p| match p {
+                    Place::Waiting(n) => Some(*n),
+                    Place::Running => None,
+                })
+                .collect();
+            let mut sorted = waiting_places.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (1..=waiting_places.len()).collect::<Vec<_>>());
+        }
+        assert_eq!(queue.load(), (0, 0));
+    }
+}

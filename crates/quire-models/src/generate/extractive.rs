@@ -1,0 +1,390 @@
+//! The built-in extractive answerer: the default when no language model is configured. It
+//! does not write; it quotes the few sentences of the retrieved passages that best match the
+//! question, each followed by its passage's `[n]` marker, or says plainly that the passages
+//! do not answer.
+//!
+//! The passages are cut into sentences ([`super::sentences`]), every sentence is scored
+//! against the question with BM25 over all of them ([`super::relevance`]), weighted by the
+//! rank retrieval gave its passage (a strong prior: retrieval saw the whole passage and its
+//! meaning) and a little by whether it reads as a finding rather than a method, and the best
+//! are taken greedily, one document at a time, skipping any that repeats one already taken
+//! and any that matches too little of the question to be an answer (the top-ranked passage
+//! needs less).
+
+use std::collections::HashSet;
+
+use async_trait::async_trait;
+
+use super::relevance::{Match, Query, Scorer};
+use super::sentences::split_sentences;
+use super::terms::terms;
+use super::{GenerateError, Generator, Grounding, Passage, TextStream, Turn};
+
+/// The whole answer when no passage answers the question (or there are none).
+pub const NO_ANSWER: &str =
+    "The documents available to this key do not appear to answer this question.";
+
+/// How fast the rank weight decays: 1 / (1 + RANK_DECAY × rank), so 1, 0.8, 0.67, 0.57…
+const RANK_DECAY: f32 = 0.25;
+/// Share of the rank weight that follows the passage's search score relative to the top one.
+const SCORE_SHARE: f32 = 0.2;
+/// Share of the coverage threshold enough for the best sentence of the top-ranked passage
+/// (the one that best matches the question): retrieval, which saw
+/// the whole passage (and its meaning, not only its words), vouches for it. It still needs
+/// a term of the question, so an unrelated passage set gives no answer.
+const TOP_GATE_SHARE: f32 = 0.25;
+/// Most sentences quoted from one document while other documents have relevant ones.
+const MAX_PER_DOCUMENT: usize = 1;
+/// Weight of a sentence that sets out the aim or the method ("Here, we test…").
+const SETUP_FACTOR: f32 = 0.8;
+/// Weight of a sentence that reports a finding ("… reduced the risk …").
+const FINDING_FACTOR: f32 = 1.15;
+/// Sentences scoring below this share of the best one are not quoted: a strong answer is
+/// not diluted by marginal matches that merely pass the coverage threshold.
+const RELATIVE_FLOOR: f32 = 0.25;
+/// A sentence sharing more than this (Jaccard) of its terms with one already chosen repeats
+/// it (the chunker's overlap, the same paragraph in two versions of a manual).
+const MAX_OVERLAP: f32 = 0.6;
+
+/// Settings of [`Extractive`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ExtractiveSettings {
+    /// Most sentences quoted in one answer (at least 1).
+    pub max_sentences: usize,
+    /// Share (0–1) of the question's terms, weighted by IDF, that a sentence must contain to
+    /// be quoted; half of it is enough when the sentence has a name or code of the question.
+    pub min_coverage: f32,
+}
+
+impl Default for ExtractiveSettings {
+    fn default() -> Self {
+        Self {
+            max_sentences: 3,
+            min_coverage: 0.3,
+        }
+    }
+}
+
+/// Answers by quoting the most relevant sentences of the passages, with their markers.
+#[derive(Debug, Clone, Default)]
+pub struct Extractive {
+    settings: ExtractiveSettings,
+}
+
+impl Extractive {
+    /// An answerer with these settings (out-of-range values are brought into range).
+    pub fn new(settings: ExtractiveSettings) -> Self {
+        let min_coverage = if settings.min_coverage.is_nan() {
+            ExtractiveSettings::default().min_coverage
+        } else {
+            settings.min_coverage.clamp(0.0, 1.0)
+        };
+        Self {
+            settings: ExtractiveSettings {
+                max_sentences: settings.max_sentences.max(1),
+                min_coverage,
+            },
+        }
+    }
+
+    /// The answer as pieces, one quoted sentence with its marker each (every piece after
+    /// the first starts with the separating space), or the single piece [`NO_ANSWER`].
+    pub fn answer_pieces(&self, grounding: &Grounding) -> Vec<String> {
+        let chosen = self.choose(grounding);
+        if chosen.is_empty() {
+            return vec![NO_ANSWER.to_owned()];
+        }
+        chosen
+            .iter()
+            .enumerate()
+            .map(|(n, c)| {
+                let space = if n == 0 { "" } else { " " };
+                let index = grounding.passages[c.passage].index;
+                format!("{space}{} [{index}]", c.text)
+            })
+            .collect()
+    }
+
+    /// The sentences to quote, in the order they are given.
+    fn choose(&self, grounding: &Grounding) -> Vec<Candidate> {
+        let query = Query::new(&grounding.question, &grounding.history);
+        if query.is_empty() {
+            return Vec::new();
+        }
+        let candidates = candidates(&grounding.passages);
+        let scorer = Scorer::new(&query, candidates.iter().map(|c| c.terms.as_slice()));
+        let contexts: Vec<Vec<String>> = grounding.passages.iter().map(context_terms).collect();
+        // A follow-up was searched together with the previous question, so the passages'
+        // order mixes the two subjects: there the sentence match alone decides.
+        let priors = if query.borrows() {
+            vec![1.0; grounding.passages.len()]
+        } else {
+            priors(&grounding.passages)
+        };
+        let found: Vec<Match> = candidates
+            .iter()
+            .map(|c| scorer.score(&c.terms, &contexts[c.passage]))
+            .collect();
+        // The best sentence of the top-ranked passage needs less of the question's words.
+        let top = (0..candidates.len())
+            .filter(|&n| candidates[n].passage == 0)
+            .max_by(|&a, &b| found[a].score.total_cmp(&found[b].score).then(b.cmp(&a)));
+        let mut scored: Vec<(f32, Candidate)> = candidates
+            .into_iter()
+            .zip(found)
+            .enumerate()
+            .filter_map(|(n, (c, found))| {
+                self.is_relevant(found, Some(n) == top)
+                    .then(|| (found.score * priors[c.passage] * tone(&c.text), c))
+            })
+            .collect();
+        // Best first; ties go to the earlier passage and sentence, so the output is stable.
+        scored.sort_by(|(a, x), (b, y)| {
+            b.total_cmp(a)
+                .then(x.passage.cmp(&y.passage))
+                .then(x.order.cmp(&y.order))
+        });
+        let best = scored.first().map_or(0.0, |(score, _)| *score);
+        let document = |c: &Candidate| grounding.passages[c.passage].document_name.as_str();
+        let mut chosen: Vec<Candidate> = Vec::new();
+        // Sentences of a document already quoted, kept for when no other document has any.
+        let mut held: Vec<Candidate> = Vec::new();
+        for (score, candidate) in scored {
+            if chosen.len() == self.settings.max_sentences || score < RELATIVE_FLOOR * best {
+                break;
+            }
+            if chosen.iter().all(|c| overlap(c, &candidate) <= MAX_OVERLAP) {
+                let quoted = chosen
+                    .iter()
+                    .filter(|c| document(c) == document(&candidate))
+                    .count();
+                if quoted >= MAX_PER_DOCUMENT {
+                    held.push(candidate);
+                } else {
+                    chosen.push(candidate);
+                }
+            }
+        }
+        // One document gives more sentences only when no other fills the answer: the chunks
+        // of one document say one thing, and the next document is the likelier second source.
+        for candidate in held {
+            if chosen.len() == self.settings.max_sentences {
+                break;
+            }
+            if chosen.iter().all(|c| overlap(c, &candidate) <= MAX_OVERLAP) {
+                chosen.push(candidate);
+            }
+        }
+        // Relevance order, best first (one quote per document, then the held ones): the reader
+        // (often an agent) takes the first quote as the answer, and grouping by passage in
+        // document order would open with whatever precedes it ("The pump is not
+        // self-priming." before the priming steps).
+        chosen
+    }
+
+    /// Whether the sentence matching as `found` may be quoted; `vouched` for the best
+    /// sentence of the top-ranked passage.
+    fn is_relevant(&self, found: Match, vouched: bool) -> bool {
+        let needed = self.settings.min_coverage;
+        let strict = found.coverage >= needed || (found.key && found.coverage >= needed / 2.0);
+        // Retrieval's vouching still needs two of the question's terms (or a name): one shared
+        // word ("weekly") is a coincidence, not a topic.
+        let relaxed =
+            vouched && (found.terms >= 2 || found.key) && found.coverage >= needed * TOP_GATE_SHARE;
+        found.score > 0.0 && (strict || relaxed)
+    }
+}
+
+/// A sentence that may be quoted.
+#[derive(Debug, Clone)]
+struct Candidate {
+    /// Position of its passage in the grounding (the rank), not the marker number.
+    passage: usize,
+    /// Position in its passage.
+    order: usize,
+    text: String,
+    terms: Vec<String>,
+}
+
+fn candidates(passages: &[Passage]) -> Vec<Candidate> {
+    let mut candidates = Vec::new();
+    for (passage, p) in passages.iter().enumerate() {
+        for (order, text) in split_sentences(&p.content).into_iter().enumerate() {
+            let terms = terms(&text);
+            if !terms.is_empty() {
+                candidates.push(Candidate {
+                    passage,
+                    order,
+                    text,
+                    terms,
+                });
+            }
+        }
+    }
+    candidates
+}
+
+/// Terms of the passage's section and document name (without extension), which often name
+/// the subject its sentences leave implicit ("Priming", "ibuprofen-leaflet.pdf").
+fn context_terms(passage: &Passage) -> Vec<String> {
+    let name = passage
+        .document_name
+        .rsplit_once('.')
+        .map_or(passage.document_name.as_str(), |(stem, _)| stem);
+    let mut context = terms(name);
+    context.extend(passage.section.as_deref().map(terms).unwrap_or_default());
+    context
+}
+
+/// The multiplier of each passage's sentence scores: a weight that decays clearly with the
+/// rank, times a smaller factor for the search score relative to the top passage's.
+/// Multiplying (not adding) keeps a passage's rank from lifting a sentence that matches
+/// nothing.
+fn priors(passages: &[Passage]) -> Vec<f32> {
+    let top = passages.first().map_or(0.0, |p| p.score);
+    passages
+        .iter()
+        .enumerate()
+        .map(|(rank, p)| {
+            let relative = if top > 0.0 && p.score.is_finite() {
+                (p.score / top).clamp(0.0, 1.0)
+            } else {
+                1.0
+            };
+            (1.0 - SCORE_SHARE + SCORE_SHARE * relative) / (1.0 + RANK_DECAY * rank as f32)
+        })
+        .collect()
+}
+
+/// Openings of sentences that set out the question or the method rather than an answer.
+const SETUP_OPENINGS: &[&str] = &[
+    "here we",
+    "here, we",
+    "we hypothes",
+    "to test",
+    "to investigate",
+    "to determine",
+    "to examine",
+    "to assess",
+    "to evaluate",
+    "to explore",
+    "to address",
+    "in this study",
+    "in the present study",
+    "in this paper",
+    "in this work",
+    "in this review",
+    "we investigated",
+    "we examined",
+    "we studied",
+    "we sought",
+    "we aimed",
+    "we performed",
+    "we conducted",
+    "we used",
+    "we analy",
+    "we measured",
+    "we tested",
+    "the aim",
+    "the purpose",
+    "the objective",
+    "the goal",
+    "methods",
+    "method",
+    "background",
+    "objective",
+    "objectives",
+    "aims",
+    "aim",
+    "purpose",
+    "design",
+    "setting",
+    "participants",
+    "context",
+    "importance",
+    "introduction",
+];
+/// Words that report a finding.
+const FINDING_WORDS: &[&str] = &[
+    "associated with",
+    "reduced",
+    "reduces",
+    "increased",
+    "increases",
+    "decreased",
+    "decreases",
+    "significantly",
+    "significant",
+    "showed",
+    "shows",
+    "we found",
+    "we show",
+    "we demonstrate",
+    "demonstrated",
+    "conclusion",
+    "results",
+    "resulted in",
+    "led to",
+    "improved",
+    "higher",
+    "lower",
+    "inhibit",
+    "induce",
+    "required",
+    "correlated",
+];
+
+/// How much a sentence reads as a finding: below 1 for set-up sentences, above 1 for
+/// sentences that report a result.
+fn tone(text: &str) -> f32 {
+    let lower = text.trim_start().to_lowercase();
+    // A one-word opening is a heading ("Methods:", "Background"), so a whole word; the
+    // longer ones may end in a stem ("We hypothesized").
+    let setup = SETUP_OPENINGS.iter().any(|o| {
+        lower.starts_with(o)
+            && (o.contains(' ') || !lower[o.len()..].starts_with(char::is_alphanumeric))
+    });
+    let finding = FINDING_WORDS.iter().any(|w| lower.contains(w));
+    let mut tone = 1.0;
+    if setup {
+        tone *= SETUP_FACTOR;
+    }
+    if finding {
+        tone *= FINDING_FACTOR;
+    }
+    tone
+}
+
+/// Jaccard similarity of the two sentences' term sets.
+fn overlap(a: &Candidate, b: &Candidate) -> f32 {
+    let a: HashSet<&str> = a.terms.iter().map(String::as_str).collect();
+    let b: HashSet<&str> = b.terms.iter().map(String::as_str).collect();
+    let shared = a.intersection(&b).count();
+    shared as f32 / (a.len() + b.len() - shared).max(1) as f32
+}
+
+#[async_trait]
+impl Generator for Extractive {
+    fn name(&self) -> String {
+        "extractive".into()
+    }
+
+    fn is_extractive(&self) -> bool {
+        true
+    }
+
+    async fn condense(&self, _: &[Turn], _: &str) -> Result<Option<String>, GenerateError> {
+        Ok(None)
+    }
+
+    async fn answer(&self, grounding: &Grounding) -> Result<TextStream, GenerateError> {
+        let pieces = self.answer_pieces(grounding);
+        Ok(Box::pin(futures_util::stream::iter(
+            pieces.into_iter().map(Ok),
+        )))
+    }
+}
+
+#[cfg(test)]
+#[path = "extractive_tests.rs"]
+mod tests;
