@@ -82,6 +82,14 @@ uuid_id!(
     /// Identifies one question and its generated answer within a conversation.
     MessageId
 );
+uuid_id!(
+    /// Identifies a registered webhook.
+    WebhookId
+);
+uuid_id!(
+    /// Identifies one event recorded for one webhook: the unit delivered at most once.
+    EventId
+);
 
 #[cfg(test)]
 mod tests {

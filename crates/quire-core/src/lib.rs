@@ -9,9 +9,12 @@ pub mod model;
 pub mod permission;
 pub mod scope;
 pub mod secret;
+pub mod webhook;
 
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use ids::{ChunkId, ConversationId, DocumentId, JobId, KeyId, MessageId, SourceId};
+pub use ids::{
+    ChunkId, ConversationId, DocumentId, EventId, JobId, KeyId, MessageId, SourceId, WebhookId,
+};
 pub use input::{InputError, SearchLimit, SearchQuery, SourceDescription, SourceName, SourceType};
 pub use model::{
     ApiKeyRecord, ChunkDraft, DocumentRecord, DocumentStatus, NewApiKey, NewDocument, NewSource,
@@ -20,3 +23,4 @@ pub use model::{
 pub use permission::Permission;
 pub use scope::SourceScope;
 pub use secret::Secret;
+pub use webhook::{UnknownWebhookEvent, WebhookEvent};

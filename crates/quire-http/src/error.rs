@@ -25,6 +25,8 @@ pub enum ApiError {
     Forbidden(String),
     /// 404: the resource does not exist or is outside the key's scope.
     NotFound(String),
+    /// 409: the resource is not in a state that allows the request.
+    Conflict(String),
     /// 405: the path exists but not with this method.
     MethodNotAllowed,
     /// 413: the body is larger than allowed.
@@ -67,6 +69,7 @@ impl ApiError {
             Self::Unauthorized(m) => (StatusCode::UNAUTHORIZED, "unauthorized", m.clone()),
             Self::Forbidden(m) => (StatusCode::FORBIDDEN, "forbidden", m.clone()),
             Self::NotFound(m) => (StatusCode::NOT_FOUND, "not_found", m.clone()),
+            Self::Conflict(m) => (StatusCode::CONFLICT, "conflict", m.clone()),
             Self::MethodNotAllowed => (
                 StatusCode::METHOD_NOT_ALLOWED,
                 "method_not_allowed",

@@ -17,4 +17,4 @@ pub use auth::Principal;
 pub use error::ApiError;
 pub use rate_limit::{RateLimitState, RateLimiter};
 pub use routes::router;
-pub use state::{AppState, HttpSettings};
+pub use state::{AppState, HttpSettings, WebhookSettings};

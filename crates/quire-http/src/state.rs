@@ -20,6 +20,13 @@ pub struct HttpSettings {
     pub max_bulk_files: usize,
 }
 
+/// How webhook registrations are checked (`[webhooks]` in the config file).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WebhookSettings {
+    /// Accept targets on loopback, private and link-local addresses.
+    pub allow_private_targets: bool,
+}
+
 /// Shared state of the router.
 #[derive(Clone)]
 pub struct AppState {
@@ -37,6 +44,8 @@ pub struct AppState {
     pub settings: HttpSettings,
     /// Fusion and candidate depth.
     pub search: SearchSettings,
+    /// Webhook registration checks.
+    pub webhooks: WebhookSettings,
     /// The generator and its queue, for `POST /api/v1/generate`.
     pub generation: Generation,
     /// Whether semantic search is on and with which model, or why it is off (for the health

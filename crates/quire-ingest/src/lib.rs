@@ -4,7 +4,9 @@
 mod chunker;
 mod isolation;
 mod originals;
+pub mod pii;
 mod pipeline;
+mod review;
 mod semantic;
 mod service;
 mod worker;
@@ -14,6 +16,7 @@ pub use isolation::{Isolation, WorkerCommand, WorkerError, run_parse_worker};
 pub use originals::{Originals, StageError, StagedFile, StagedUpload};
 pub use pipeline::{Processed, ProcessingError, process_file};
 pub use quire_parse::{Block, ParseLimits};
+pub use review::Review;
 pub use semantic::{BackfillReport, Semantic, SemanticError, embedding_text};
 pub use service::{Ingest, IngestError, IngestSettings, Upload, clean_file_name};
 pub use worker::{JobRunner, WorkerSettings};

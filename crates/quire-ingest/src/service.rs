@@ -8,7 +8,9 @@ use quire_core::{
     Clock, DocumentId, DocumentRecord, NewDocument, SourceId, SourceRecord, SourceScope,
 };
 use quire_search::{IndexedChunk, KeywordIndex, SearchError, VectorError};
-use quire_store::{ClaimedJob, Created, FinishOutcome, ProcessedDocument, Store, StoreError};
+use quire_store::{
+    ClaimedJob, Created, FinishOutcome, ProcessedDocument, ReviewDecision, Store, StoreError,
+};
 use tokio::sync::Notify;
 use tracing::Instrument;
 
@@ -16,6 +18,7 @@ use crate::chunker::ChunkingParams;
 use crate::isolation::{Isolation, ParseJob, parse_isolated};
 use crate::originals::{Originals, StageError, StagedFile, StagedUpload};
 use crate::pipeline::Processed;
+use crate::review::Review;
 use crate::semantic::Semantic;
 use quire_parse::{ParseLimits, guess_content_type};
 
@@ -87,6 +90,7 @@ pub struct Ingest {
     store: Arc<dyn Store>,
     index: Arc<KeywordIndex>,
     semantic: Option<Arc<Semantic>>,
+    review: Option<Review>,
     originals: Originals,
     clock: Arc<dyn Clock>,
     settings: IngestSettings,
@@ -114,6 +118,7 @@ impl Ingest {
             store,
             index,
             semantic: None,
+            review: None,
             originals,
             clock,
             settings,
@@ -125,6 +130,18 @@ impl Ingest {
     pub fn with_semantic(mut self, semantic: Option<Arc<Semantic>>) -> Self {
         self.semantic = semantic;
         self
+    }
+
+    /// Screens every processed document for personal data; those `review`'s policy holds
+    /// wait for an administrator instead of being indexed.
+    pub fn with_review(mut self, review: Option<Review>) -> Self {
+        self.review = review;
+        self
+    }
+
+    /// The personal-data screening, when it is on.
+    pub fn review(&self) -> Option<&Review> {
+        self.review.as_ref()
     }
 
     /// Semantic search's embedder and vector index, when a model is configured.
@@ -296,11 +313,58 @@ impl Ingest {
         parse_isolated(&self.settings.isolation, parse, self.settings.time_budget).await
     }
 
+    /// Applies the review: a document the policy holds waits (`None`); after a decision the
+    /// text goes on as it is or redacted.
+    async fn screen(
+        &self,
+        job: &ClaimedJob,
+        mut processed: Processed,
+    ) -> Result<Option<Processed>, IngestError> {
+        match self.store.review_decision(job.document_id).await? {
+            Some(ReviewDecision::Approve) => {}
+            Some(ReviewDecision::Redact) => {
+                // Screening may have been turned off since; the decision still stands.
+                let review = self
+                    .review
+                    .clone()
+                    .unwrap_or_else(|| Review::new(Default::default()));
+                review.redact(&mut processed.chunks);
+            }
+            None => {
+                let Some(review) = &self.review else {
+                    return Ok(Some(processed));
+                };
+                let Some(held) = review.screen(&processed.chunks, processed.page_count) else {
+                    return Ok(Some(processed));
+                };
+                let types = held.pii_types.join(", ");
+                match self
+                    .store
+                    .hold_document(job, held, self.clock.now())
+                    .await?
+                {
+                    FinishOutcome::Stored => {
+                        tracing::info!(types = %types, "personal data found; held for review")
+                    }
+                    FinishOutcome::DocumentGone => {}
+                    FinishOutcome::LeaseLost => {
+                        tracing::warn!("lost the job's lease before holding the document")
+                    }
+                }
+                return Ok(None);
+            }
+        }
+        Ok(Some(processed))
+    }
+
     async fn store_processed(
         &self,
         job: &ClaimedJob,
         processed: Processed,
     ) -> Result<(), IngestError> {
+        let Some(processed) = self.screen(job, processed).await? else {
+            return Ok(());
+        };
         let (doc, source) = (job.document_id, job.source_id);
         if let Some(semantic) = &self.semantic {
             let vectors = match semantic.embed_chunks(&processed.chunks).await {

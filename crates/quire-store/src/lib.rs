@@ -1,6 +1,6 @@
 //! Quire's storage. The [`Store`] trait is everything the service keeps outside its indexes:
-//! sources, documents, chunks, API keys, background jobs, rate-limit windows and generated
-//! conversations. The embedded
+//! sources, documents, chunks, API keys, background jobs, rate-limit windows, generated
+//! conversations and webhooks with their event outbox and delivery log. The embedded
 //! default is SQLite ([`SqliteStore`]); other backends implement the same trait and pass the
 //! same conformance tests.
 //!
@@ -14,19 +14,24 @@ mod types;
 pub use error::StoreError;
 pub use sqlite::SqliteStore;
 pub use types::{
-    ClaimedJob, ConversationRecord, Created, DocumentHit, FinishOutcome, MessageRecord, NewMessage,
-    ProcessedDocument, RateBucket, RateWindow, StoredChunk,
+    ClaimedJob, ConversationRecord, Created, DeliveryAttempt, DocumentHit, FinishOutcome,
+    HeldDocument, MessageRecord, NewDeliveryAttempt, NewMessage, NewWebhook, PendingDelivery,
+    ProcessedDocument, RateBucket, RateWindow, ReviewDecision, ReviewRecord, StoredChunk,
+    WebhookRecord,
 };
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use quire_core::{
     ApiKeyRecord, ChunkDraft, ConversationId, DocumentId, DocumentRecord, KeyId, NewApiKey,
-    NewDocument, NewSource, SourceId, SourceRecord, SourceScope,
+    NewDocument, NewSource, SourceId, SourceRecord, SourceScope, WebhookEvent, WebhookId,
 };
 
 /// Result of a store call.
 pub type StoreResult<T> = Result<T, StoreError>;
+
+/// How many delivery attempts are kept per webhook; older ones are pruned.
+pub const DELIVERY_LOG_LIMIT: u32 = 1_000;
 
 /// Persistent state of the service. Implementations must be safe to share between the HTTP
 /// handlers, the background workers and other processes using the same database (the CLI).
@@ -108,15 +113,17 @@ pub trait Store: Send + Sync + 'static {
         now: DateTime<Utc>,
         lease_until: DateTime<Utc>,
     ) -> StoreResult<Option<ClaimedJob>>;
-    /// Stores the chunks, marks the document `ready` and the job done. Does nothing if the
-    /// document was deleted or the lease was lost meanwhile, and says which.
+    /// Stores the chunks, marks the document `ready` and the job done, and in the same
+    /// transaction writes a `document.ready` event to the outbox for each subscribed webhook.
+    /// Does nothing if the document was deleted or the lease was lost meanwhile, and says which.
     async fn finish_document(
         &self,
         job: &ClaimedJob,
         processed: ProcessedDocument,
         now: DateTime<Utc>,
     ) -> StoreResult<FinishOutcome>;
-    /// Marks the document `failed` with `error` and the job failed.
+    /// Marks the document `failed` with `error` and the job failed, and in the same transaction
+    /// writes a `document.failed` event to the outbox for each subscribed webhook.
     async fn fail_document(
         &self,
         job: &ClaimedJob,
@@ -174,4 +181,74 @@ pub trait Store: Send + Sync + 'static {
         key_id: KeyId,
         limit: u32,
     ) -> StoreResult<Vec<ConversationRecord>>;
+
+    // --- webhooks ---
+
+    /// Registers a webhook. Repeated events are stored once; no event at all is
+    /// [`StoreError::Invalid`].
+    async fn create_webhook(&self, webhook: NewWebhook) -> StoreResult<WebhookRecord>;
+    /// All webhooks, oldest first.
+    async fn list_webhooks(&self) -> StoreResult<Vec<WebhookRecord>>;
+    /// One webhook, if it exists.
+    async fn get_webhook(&self, id: WebhookId) -> StoreResult<Option<WebhookRecord>>;
+    /// Deletes a webhook with its pending (and claimed) outbox rows and its delivery log; false
+    /// when it did not exist.
+    async fn delete_webhook(&self, id: WebhookId) -> StoreResult<bool>;
+    /// Writes `event` about a document to the outbox for each webhook subscribed to it, in one
+    /// transaction; for events not written by [`Store::finish_document`] or
+    /// [`Store::fail_document`], such as `document.pii_detected`. `extra` (a JSON object, or
+    /// null for none) adds fields to the body's `data` after the document's id and name and its
+    /// source's id and name; it may not repeat them. Returns the number of rows written: 0,
+    /// writing nothing, when no webhook is subscribed. Fails with [`StoreError::Invalid`] when
+    /// `extra` is not an object or repeats a field, or a webhook is subscribed and the document
+    /// does not exist.
+    async fn enqueue_event(
+        &self,
+        document_id: DocumentId,
+        event: WebhookEvent,
+        extra: serde_json::Value,
+        now: DateTime<Utc>,
+    ) -> StoreResult<u64>;
+    /// Takes up to `limit` pending outbox rows, oldest first, marking them claimed in the same
+    /// statement, and returns them with their webhooks. A claimed row is never returned again,
+    /// to this or any other process, before or after a restart: each event is attempted at
+    /// most once.
+    async fn claim_deliveries(&self, limit: u32) -> StoreResult<Vec<PendingDelivery>>;
+    /// Appends an attempt to its webhook's delivery log, keeping the newest
+    /// [`DELIVERY_LOG_LIMIT`], and forgets the attempt's claimed outbox row. An attempt for a
+    /// webhook deleted meanwhile is dropped.
+    async fn record_delivery(&self, attempt: NewDeliveryAttempt) -> StoreResult<()>;
+    /// Up to `limit` logged attempts of one webhook, newest first.
+    async fn deliveries(
+        &self,
+        webhook_id: WebhookId,
+        limit: u32,
+    ) -> StoreResult<Vec<DeliveryAttempt>>;
+    /// Number of outbox rows not claimed yet.
+    async fn pending_deliveries_count(&self) -> StoreResult<u64>;
+
+    // --- personal-data review ---
+
+    /// Ends `job` with its document in `pending_review` (not searchable), records the findings
+    /// and announces `document.pii_detected` to subscribed webhooks, in one transaction.
+    async fn hold_document(
+        &self,
+        job: &ClaimedJob,
+        held: HeldDocument,
+        now: DateTime<Utc>,
+    ) -> StoreResult<FinishOutcome>;
+    /// Documents waiting for a decision, oldest first.
+    async fn pending_reviews(&self) -> StoreResult<Vec<ReviewRecord>>;
+    /// One document's review (waiting or decided), if it was ever held.
+    async fn get_review(&self, id: DocumentId) -> StoreResult<Option<ReviewRecord>>;
+    /// Records an approve or redact decision and queues the document for processing again;
+    /// false when it is not waiting for review.
+    async fn decide_review(
+        &self,
+        id: DocumentId,
+        decision: ReviewDecision,
+        now: DateTime<Utc>,
+    ) -> StoreResult<bool>;
+    /// The decision a document was sent back to processing with, if any.
+    async fn review_decision(&self, id: DocumentId) -> StoreResult<Option<ReviewDecision>>;
 }

@@ -1,8 +1,11 @@
 //! Values exchanged with the store that are not domain records.
 
+use std::fmt;
+
 use chrono::{DateTime, Utc};
 use quire_core::{
-    ChunkDraft, ConversationId, DocumentId, DocumentRecord, JobId, KeyId, MessageId, SourceId,
+    ChunkDraft, ConversationId, DocumentId, DocumentRecord, EventId, JobId, KeyId, MessageId,
+    SourceId, WebhookEvent, WebhookId,
 };
 
 /// A job leased to a worker.
@@ -168,4 +171,171 @@ pub struct MessageRecord {
     pub generator: String,
     /// When the answer was generated.
     pub created_at: DateTime<Utc>,
+}
+
+/// A webhook about to be registered. `Debug` leaves the secret out.
+#[derive(Clone, PartialEq, Eq)]
+pub struct NewWebhook {
+    /// Identifier chosen by the caller.
+    pub id: WebhookId,
+    /// Where deliveries are POSTed.
+    pub url: String,
+    /// The events it subscribes to; at least one. Repeated events are stored once.
+    pub events: Vec<WebhookEvent>,
+    /// The key deliveries are signed with.
+    pub secret: String,
+    /// Registration time.
+    pub created_at: DateTime<Utc>,
+}
+
+/// A registered webhook. `Debug` leaves the secret out.
+#[derive(Clone, PartialEq, Eq)]
+pub struct WebhookRecord {
+    /// Identifier.
+    pub id: WebhookId,
+    /// Where deliveries are POSTed.
+    pub url: String,
+    /// The events it subscribes to, in the order registered, without repeats.
+    pub events: Vec<WebhookEvent>,
+    /// The key deliveries are signed with.
+    pub secret: String,
+    /// Registration time.
+    pub created_at: DateTime<Utc>,
+}
+
+impl fmt::Debug for NewWebhook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NewWebhook")
+            .field("id", &self.id)
+            .field("url", &self.url)
+            .field("events", &self.events)
+            .field("secret", &"[redacted]")
+            .field("created_at", &self.created_at)
+            .finish()
+    }
+}
+
+impl fmt::Debug for WebhookRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WebhookRecord")
+            .field("id", &self.id)
+            .field("url", &self.url)
+            .field("events", &self.events)
+            .field("secret", &"[redacted]")
+            .field("created_at", &self.created_at)
+            .finish()
+    }
+}
+
+/// An event taken from the outbox for one webhook, to be sent once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingDelivery {
+    /// The event as recorded for this webhook; unique per (webhook, event).
+    pub event_id: EventId,
+    /// The webhook to send it to.
+    pub webhook: WebhookRecord,
+    /// What happened.
+    pub event: WebhookEvent,
+    /// The exact JSON body to POST: `{"event", "timestamp", "data"}`.
+    pub body: String,
+    /// When the event was recorded.
+    pub created_at: DateTime<Utc>,
+}
+
+/// The outcome of one delivery attempt, to append to the webhook's log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewDeliveryAttempt {
+    /// The event delivered.
+    pub event_id: EventId,
+    /// The webhook it was sent to.
+    pub webhook_id: WebhookId,
+    /// What happened.
+    pub event: WebhookEvent,
+    /// When the request was sent.
+    pub attempted_at: DateTime<Utc>,
+    /// The HTTP status of the answer; `None` when no answer came.
+    pub status_code: Option<u16>,
+    /// Why the attempt failed (connection refused, timeout, non-2xx), if it did.
+    pub error: Option<String>,
+    /// How long the request took.
+    pub latency_ms: u64,
+}
+
+/// A logged delivery attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryAttempt {
+    /// Position in the log: larger is newer.
+    pub sequence: u64,
+    /// The event delivered.
+    pub event_id: EventId,
+    /// The webhook it was sent to.
+    pub webhook_id: WebhookId,
+    /// What happened.
+    pub event: WebhookEvent,
+    /// When the request was sent.
+    pub attempted_at: DateTime<Utc>,
+    /// The HTTP status of the answer; `None` when no answer came.
+    pub status_code: Option<u16>,
+    /// Why the attempt failed, if it did.
+    pub error: Option<String>,
+    /// How long the request took.
+    pub latency_ms: u64,
+}
+
+/// Why a processed document is held for review.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldDocument {
+    /// The personal-data types that hold it (`email`, `person_name`, …).
+    pub pii_types: Vec<String>,
+    /// The findings, as a JSON array, for the reviewer.
+    pub findings: String,
+    /// Pages of the document.
+    pub page_count: u32,
+}
+
+/// An administrator's decision on a held document (rejecting deletes it instead).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReviewDecision {
+    /// Index the text as it is.
+    Approve,
+    /// Index the text with each finding replaced by a typed placeholder.
+    Redact,
+}
+
+impl ReviewDecision {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Approve => "approve",
+            Self::Redact => "redact",
+        }
+    }
+
+    /// Parses a stored name.
+    pub fn parse(s: &str) -> Result<Self, crate::StoreError> {
+        match s {
+            "approve" => Ok(Self::Approve),
+            "redact" => Ok(Self::Redact),
+            other => Err(crate::StoreError::Corrupt(format!(
+                "unknown review decision {other:?}"
+            ))),
+        }
+    }
+}
+
+/// A held document and its review.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReviewRecord {
+    /// The document.
+    pub document: quire_core::DocumentRecord,
+    /// The types that held it.
+    pub pii_types: Vec<String>,
+    /// The findings, as a JSON array.
+    pub findings: String,
+    /// When it was held.
+    pub held_at: DateTime<Utc>,
+    /// The decision, once made.
+    pub decision: Option<ReviewDecision>,
+    /// When it was made.
+    pub decided_at: Option<DateTime<Utc>>,
 }

@@ -12,6 +12,10 @@ use quire_store::{
     Store, StoreError,
 };
 
+// In a folder of its own so cargo does not take it for another test binary.
+#[path = "conformance/webhooks.rs"]
+mod webhooks;
+
 fn t0() -> DateTime<Utc> {
     DateTime::parse_from_rfc3339("2026-05-01T12:00:00Z")
         .unwrap()
@@ -859,4 +863,50 @@ async fn sqlite_reopening_keeps_data_and_skips_applied_migrations() {
         "Kept"
     );
     assert_eq!(b.list_sources(&SourceScope::All).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn sqlite_webhooks_are_registered_listed_and_deleted() {
+    let (_dir, store) = sqlite().await;
+    webhooks::webhooks_are_registered_listed_and_deleted(&store).await;
+}
+
+#[tokio::test]
+async fn sqlite_finishing_a_document_writes_one_event_per_subscriber() {
+    let (_dir, store) = sqlite().await;
+    webhooks::finishing_a_document_writes_one_event_per_subscriber(&store).await;
+}
+
+#[tokio::test]
+async fn sqlite_failing_a_document_writes_its_error() {
+    let (_dir, store) = sqlite().await;
+    webhooks::failing_a_document_writes_its_error(&store).await;
+}
+
+#[tokio::test]
+async fn sqlite_deliveries_are_claimed_once_across_handles_and_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("quire.db");
+    webhooks::deliveries_are_claimed_once_across_handles_and_restarts(async || {
+        Box::new(SqliteStore::open(&path).await.unwrap()) as Box<dyn Store>
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn sqlite_delivery_log_is_bounded_and_newest_first() {
+    let (_dir, store) = sqlite().await;
+    webhooks::delivery_log_is_bounded_and_newest_first(&store).await;
+}
+
+#[tokio::test]
+async fn sqlite_deleting_a_webhook_drops_its_events_and_log() {
+    let (_dir, store) = sqlite().await;
+    webhooks::deleting_a_webhook_drops_its_events_and_log(&store).await;
+}
+
+#[tokio::test]
+async fn sqlite_pii_events_carry_the_given_fields() {
+    let (_dir, store) = sqlite().await;
+    webhooks::pii_events_carry_the_given_fields(&store).await;
 }

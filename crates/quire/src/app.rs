@@ -11,7 +11,7 @@ use anyhow::Context;
 use axum::Router;
 use quire_core::Clock;
 use quire_http::generate::{Generation, GenerationQueue};
-use quire_http::{AppState, HttpSettings, RateLimiter};
+use quire_http::{AppState, HttpSettings, RateLimiter, WebhookSettings};
 use quire_ingest::{Ingest, IngestSettings, JobRunner, Originals, Semantic, WorkerSettings};
 use quire_models::generate::{Extractive, Generator, OpenAiChat, OpenAiChatSettings};
 use quire_models::{Embedder, LocalEmbedder, OpenAiEmbedder, OpenAiSettings};
@@ -100,7 +100,13 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
                 max_attempts: config.workers.max_attempts,
             },
         )
-        .with_semantic(semantic),
+        .with_semantic(semantic)
+        .with_review(if config.pii.enabled {
+            Some(quire_ingest::Review::new(config.pii.policy()?))
+        } else {
+            tracing::warn!("personal-data screening is off (pii.enabled = false)");
+            None
+        }),
     );
     let limiter = Arc::new(RateLimiter::new(
         Arc::clone(&dyn_store),
@@ -121,6 +127,9 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
         search: config.search.settings(),
         semantic_note: Arc::from(semantic_note),
         generation: open_generation(&config.llm)?,
+        webhooks: WebhookSettings {
+            allow_private_targets: config.webhooks.allow_private_targets,
+        },
     };
     Ok(App {
         state,
@@ -190,6 +199,21 @@ impl App {
             Arc::clone(&self.state.store),
             Arc::clone(&self.state.clock),
         ));
+        let webhooks = &self.config.webhooks;
+        let dispatcher = tokio::spawn(
+            quire_webhooks::Dispatcher::new(
+                Arc::clone(&self.state.store),
+                Arc::clone(&self.state.clock),
+                quire_webhooks::DispatchSettings {
+                    allow_private_targets: webhooks.allow_private_targets,
+                    timeout: Duration::from_secs(webhooks.timeout_seconds),
+                    concurrency: webhooks.concurrency,
+                    ..Default::default()
+                },
+            )
+            .run(),
+        );
+
         let router = self.router();
         // Without TCP_NODELAY, Nagle's algorithm holds each small SSE event until the client
         // acknowledges the previous one: up to 40 ms per streamed piece (measured with
@@ -204,6 +228,7 @@ impl App {
             .await
             .context("HTTP server failed");
         housekeeping.abort();
+        dispatcher.abort();
         if let Some(backfill) = backfill {
             backfill.abort();
         }

@@ -118,6 +118,9 @@ pub(crate) async fn scratch_app(base: &Config) -> anyhow::Result<(TempDir, App, 
     let mut config = base.clone();
     config.data_dir = scratch.path().to_path_buf();
     config.workers.count = 0;
+    // A benchmark corpus must be indexed whole for its judgements to mean anything; screening
+    // for personal data is measured on its own by `quire eval pii`.
+    config.pii.enabled = false;
     let app = crate::build(&config, Arc::new(SystemClock)).await?;
     Ok((scratch, app, config))
 }

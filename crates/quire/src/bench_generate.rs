@@ -209,6 +209,9 @@ fn bench_config(base: &Config, args: &GenerateBenchArgs, data_dir: &Path) -> Con
     let mut config = base.clone();
     config.data_dir = data_dir.to_path_buf();
     config.workers.count = 0;
+    // A benchmark corpus must be indexed whole for its judgements to mean anything; screening
+    // for personal data is measured on its own by `quire eval pii`.
+    config.pii.enabled = false;
     if let Some(dir) = &args.model_dir {
         config.embedding.model_dir = Some(dir.clone());
         config.embedding.base_url = None;

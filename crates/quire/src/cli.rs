@@ -12,7 +12,10 @@ use quire_core::{Permission, SystemClock};
 use tracing_subscriber::EnvFilter;
 
 use crate::config::{Config, Overrides};
-use crate::{bench, bench_embed, bench_generate, bench_vectors, eval, eval_retrieval, keys};
+use crate::{
+    bench, bench_embed, bench_generate, bench_vectors, eval, eval_pii, eval_retrieval, keys,
+    review_cli, webhooks_cli,
+};
 
 /// Quire: a self-hosted document knowledge base for AI agents.
 #[derive(Debug, Parser)]
@@ -40,6 +43,16 @@ enum Command {
     Keys {
         #[command(subcommand)]
         command: KeysCommand,
+    },
+    /// The personal-data review queue (works while the server runs).
+    Review {
+        #[command(subcommand)]
+        command: ReviewCommand,
+    },
+    /// Registered webhooks and their delivery log (works while the server runs).
+    Webhooks {
+        #[command(subcommand)]
+        command: WebhooksCommand,
     },
     /// Show configuration.
     Config {
@@ -103,6 +116,61 @@ enum KeysCommand {
 }
 
 #[derive(Debug, Subcommand)]
+enum ReviewCommand {
+    /// Documents waiting for review.
+    List {
+        /// Print a JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A held document's findings: type, page, text and the text around it.
+    Show {
+        /// The document's id.
+        id: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Index the document as it is.
+    Approve {
+        /// The document's id.
+        id: String,
+    },
+    /// Index the document with each finding replaced by a placeholder such as [EMAIL]; the
+    /// original file is kept.
+    Redact {
+        /// The document's id.
+        id: String,
+    },
+    /// Delete the document and its file.
+    Reject {
+        /// The document's id.
+        id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum WebhooksCommand {
+    /// List webhooks (never their secrets).
+    List {
+        /// Print a JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A webhook's delivery attempts, newest first: time, event, status or error, latency.
+    Deliveries {
+        /// The webhook's id.
+        id: String,
+        /// How many attempts to show.
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+        /// Print a JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 enum ConfigCommand {
     /// Print the compiled-in defaults as a TOML file.
     PrintDefault,
@@ -116,6 +184,9 @@ enum EvalCommand {
     Parse(eval::ParseEvalArgs),
     /// Ingest a BEIR corpus, run its judged queries; report nDCG@10, Recall@100, MRR@10.
     Retrieval(eval_retrieval::RetrievalEvalArgs),
+    /// Personal-data detection: per-type precision/recall on a labelled set, how many ordinary
+    /// documents each review policy would hold, and detector throughput.
+    Pii(eval_pii::PiiEvalArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -215,6 +286,39 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("{}", out?);
             Ok(())
         }
+        Command::Review { command } => {
+            init_logging(&config, "warn");
+            let store = crate::open_store(&config.data_dir).await?;
+            let out = match command {
+                ReviewCommand::List { json } => review_cli::list(&store, json).await,
+                ReviewCommand::Show { id, json } => review_cli::show(&store, &id, json).await,
+                ReviewCommand::Approve { id } => {
+                    review_cli::decide(&store, &id, quire_store::ReviewDecision::Approve).await
+                }
+                ReviewCommand::Redact { id } => {
+                    review_cli::decide(&store, &id, quire_store::ReviewDecision::Redact).await
+                }
+                ReviewCommand::Reject { id } => {
+                    review_cli::reject(&store, &config.data_dir, &id).await
+                }
+            };
+            store.close().await;
+            println!("{}", out?);
+            Ok(())
+        }
+        Command::Webhooks { command } => {
+            init_logging(&config, "warn");
+            let store = crate::open_store(&config.data_dir).await?;
+            let out = match command {
+                WebhooksCommand::List { json } => webhooks_cli::list(&store, json).await,
+                WebhooksCommand::Deliveries { id, limit, json } => {
+                    webhooks_cli::deliveries(&store, &id, limit, json).await
+                }
+            };
+            store.close().await;
+            println!("{}", out?);
+            Ok(())
+        }
         Command::Config {
             command: ConfigCommand::Show,
         } => {
@@ -227,6 +331,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Eval {
             command: EvalCommand::Parse(args),
         } => eval::parse_dir(args),
+        Command::Eval {
+            command: EvalCommand::Pii(args),
+        } => tokio::task::spawn_blocking(move || eval_pii::pii(args)).await?,
         Command::Eval {
             command: EvalCommand::Retrieval(args),
         } => {

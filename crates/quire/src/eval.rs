@@ -67,7 +67,7 @@ struct MemoryReport {
     largest: (u64, u64, String),
 }
 
-enum Outcome {
+pub(crate) enum Outcome {
     Parsed(ParsedDocument),
     Failed(String),
     Crashed,
@@ -240,7 +240,7 @@ fn print_pdf_folders(folders: &mut BTreeMap<String, PdfFolder>, reference: bool)
 }
 
 /// The text of each page, in page order (pages without blocks are empty).
-fn page_texts(doc: &ParsedDocument) -> Vec<String> {
+pub(crate) fn page_texts(doc: &ParsedDocument) -> Vec<String> {
     let mut pages = vec![String::new(); doc.page_count as usize];
     for block in &doc.blocks {
         if let Some(page) = pages.get_mut(block.page.saturating_sub(1) as usize) {
@@ -281,7 +281,7 @@ fn mib(bytes: u64) -> f64 {
 }
 
 /// Parses on a separate thread so a panic or a hang is reported instead of stopping the run.
-fn run_one(bytes: Vec<u8>, name: String, timeout: Duration) -> Outcome {
+pub(crate) fn run_one(bytes: Vec<u8>, name: String, timeout: Duration) -> Outcome {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let result = std::panic::catch_unwind(|| parse(&bytes, &name, "", &ParseLimits::default()));
@@ -312,7 +312,7 @@ fn dump(path: &Path, outcome: &Outcome) {
     }
 }
 
-fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+pub(crate) fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     for entry in std::fs::read_dir(dir)? {
         let path = entry?.path();
         if path.is_dir() {
@@ -324,7 +324,7 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     Ok(())
 }
 
-fn short_path(path: &Path, base: &Path) -> String {
+pub(crate) fn short_path(path: &Path, base: &Path) -> String {
     let relative = path
         .strip_prefix(base)
         .unwrap_or(path)

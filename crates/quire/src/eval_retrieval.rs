@@ -133,6 +133,9 @@ pub async fn retrieval(base: &Config, args: RetrievalEvalArgs) -> anyhow::Result
         bail!("nothing to evaluate: no judged queries or no documents");
     }
     let mut config = base.clone();
+    // A benchmark corpus must be indexed whole for its judgements to mean anything; screening
+    // for personal data is measured on its own by `quire eval pii`.
+    config.pii.enabled = false;
     if let Some(k) = args.rrf_k {
         config.search.rrf_k = k;
     }

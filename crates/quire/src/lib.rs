@@ -9,11 +9,14 @@ pub mod bench_vectors;
 pub mod cli;
 pub mod config;
 pub mod eval;
+pub mod eval_pii;
 pub mod eval_retrieval;
 pub mod keys;
 pub mod model_fetch;
 mod retrieval_metrics;
+pub mod review_cli;
 mod text_quality;
+pub mod webhooks_cli;
 
 pub use app::{App, build, open_store};
 pub use config::Config;

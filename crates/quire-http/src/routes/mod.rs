@@ -4,9 +4,11 @@
 mod documents;
 mod generate;
 mod health;
+mod reviews;
 mod search;
 mod sources;
 mod upload;
+mod webhooks;
 
 use axum::Router;
 use axum::body::Body;
@@ -61,6 +63,17 @@ pub fn router(state: AppState) -> Router {
             "/search",
             post(search::search).route_layer(limited(RateBucket::Search)),
         )
+        .route("/reviews", get(reviews::list))
+        .route("/reviews/{doc_id}", get(reviews::get))
+        .route("/reviews/{doc_id}/approve", post(reviews::approve))
+        .route("/reviews/{doc_id}/redact", post(reviews::redact))
+        .route("/reviews/{doc_id}/reject", post(reviews::reject))
+        .route("/webhooks", get(webhooks::list).post(webhooks::create))
+        .route(
+            "/webhooks/{id}",
+            get(webhooks::get).delete(webhooks::delete),
+        )
+        .route("/webhooks/{id}/deliveries", get(webhooks::deliveries))
         .route(
             "/generate",
             post(generate::generate).route_layer(limited(RateBucket::Generate)),

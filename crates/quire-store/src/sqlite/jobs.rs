@@ -3,10 +3,11 @@
 //! its document happens in one transaction.
 
 use chrono::{DateTime, Utc};
-use quire_core::{ChunkId, DocumentStatus};
+use quire_core::{ChunkId, DocumentStatus, WebhookEvent};
+use serde_json::Map;
 use sqlx::{Row, SqlitePool};
 
-use super::codec;
+use super::{codec, webhooks};
 use crate::{ClaimedJob, FinishOutcome, ProcessedDocument, StoreResult};
 
 pub(super) async fn claim(
@@ -128,6 +129,14 @@ pub(super) async fn finish(
         .execute(&mut *tx)
         .await?;
     }
+    webhooks::enqueue(
+        &mut tx,
+        job.document_id,
+        WebhookEvent::DocumentReady,
+        Map::new(),
+        now,
+    )
+    .await?;
     tx.commit().await?;
     Ok(FinishOutcome::Stored)
 }
@@ -162,13 +171,21 @@ pub(super) async fn fail(
         .bind(job.document_id.to_string())
         .execute(&mut *tx)
         .await?;
+    webhooks::enqueue(
+        &mut tx,
+        job.document_id,
+        WebhookEvent::DocumentFailed,
+        Map::new(),
+        now,
+    )
+    .await?;
     tx.commit().await?;
     Ok(FinishOutcome::Stored)
 }
 
 /// Ends the job if `job.worker` still holds its lease; false when it does not (or the job is
 /// gone with its document).
-async fn release_lease(
+pub(super) async fn release_lease(
     tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
     job: &ClaimedJob,
     state: &str,
@@ -192,7 +209,10 @@ async fn release_lease(
     Ok(updated == 1)
 }
 
-async fn lost_or_gone(pool: &SqlitePool, job: &ClaimedJob) -> StoreResult<FinishOutcome> {
+pub(super) async fn lost_or_gone(
+    pool: &SqlitePool,
+    job: &ClaimedJob,
+) -> StoreResult<FinishOutcome> {
     let exists = sqlx::query("SELECT 1 FROM documents WHERE id = ?")
         .bind(job.document_id.to_string())
         .fetch_optional(pool)

@@ -13,6 +13,8 @@ const MIGRATIONS: &[(i64, &str)] = &[
         "CREATE INDEX documents_by_content ON documents (source_id, sha256);",
     ),
     (3, include_str!("schema_v3.sql")),
+    (4, include_str!("schema_v4.sql")),
+    (5, include_str!("schema_v5.sql")),
 ];
 
 pub(super) async fn run(pool: &SqlitePool) -> StoreResult<()> {

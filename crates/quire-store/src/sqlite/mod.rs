@@ -9,7 +9,9 @@ mod jobs;
 mod keys;
 mod migrations;
 mod rate;
+mod reviews;
 mod sources;
+mod webhooks;
 
 use std::path::Path;
 use std::str::FromStr;
@@ -19,14 +21,16 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use quire_core::{
     ApiKeyRecord, ChunkDraft, ConversationId, DocumentId, DocumentRecord, KeyId, NewApiKey,
-    NewDocument, NewSource, SourceId, SourceRecord, SourceScope,
+    NewDocument, NewSource, SourceId, SourceRecord, SourceScope, WebhookEvent, WebhookId,
 };
 use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 use crate::{
-    ClaimedJob, ConversationRecord, Created, DocumentHit, FinishOutcome, MessageRecord, NewMessage,
-    ProcessedDocument, RateWindow, Store, StoreError, StoreResult, StoredChunk,
+    ClaimedJob, ConversationRecord, Created, DeliveryAttempt, DocumentHit, FinishOutcome,
+    HeldDocument, MessageRecord, NewDeliveryAttempt, NewMessage, NewWebhook, PendingDelivery,
+    ProcessedDocument, RateWindow, ReviewDecision, ReviewRecord, Store, StoreError, StoreResult,
+    StoredChunk, WebhookRecord,
 };
 
 /// A [`Store`] in one SQLite database file.
@@ -230,5 +234,81 @@ impl Store for SqliteStore {
         limit: u32,
     ) -> StoreResult<Vec<ConversationRecord>> {
         conversations::list(&self.pool, key_id, limit).await
+    }
+
+    async fn create_webhook(&self, webhook: NewWebhook) -> StoreResult<WebhookRecord> {
+        webhooks::create(&self.pool, webhook).await
+    }
+
+    async fn list_webhooks(&self) -> StoreResult<Vec<WebhookRecord>> {
+        webhooks::list(&self.pool).await
+    }
+
+    async fn get_webhook(&self, id: WebhookId) -> StoreResult<Option<WebhookRecord>> {
+        webhooks::get(&self.pool, id).await
+    }
+
+    async fn delete_webhook(&self, id: WebhookId) -> StoreResult<bool> {
+        webhooks::delete(&self.pool, id).await
+    }
+
+    async fn enqueue_event(
+        &self,
+        document_id: DocumentId,
+        event: WebhookEvent,
+        extra: serde_json::Value,
+        now: DateTime<Utc>,
+    ) -> StoreResult<u64> {
+        webhooks::enqueue_standalone(&self.pool, document_id, event, extra, now).await
+    }
+
+    async fn claim_deliveries(&self, limit: u32) -> StoreResult<Vec<PendingDelivery>> {
+        webhooks::claim(&self.pool, limit).await
+    }
+
+    async fn record_delivery(&self, attempt: NewDeliveryAttempt) -> StoreResult<()> {
+        webhooks::record(&self.pool, attempt).await
+    }
+
+    async fn deliveries(
+        &self,
+        webhook_id: WebhookId,
+        limit: u32,
+    ) -> StoreResult<Vec<DeliveryAttempt>> {
+        webhooks::deliveries(&self.pool, webhook_id, limit).await
+    }
+
+    async fn pending_deliveries_count(&self) -> StoreResult<u64> {
+        webhooks::pending_count(&self.pool).await
+    }
+
+    async fn hold_document(
+        &self,
+        job: &ClaimedJob,
+        held: HeldDocument,
+        now: DateTime<Utc>,
+    ) -> StoreResult<FinishOutcome> {
+        reviews::hold(&self.pool, job, held, now).await
+    }
+
+    async fn pending_reviews(&self) -> StoreResult<Vec<ReviewRecord>> {
+        reviews::waiting(&self.pool).await
+    }
+
+    async fn get_review(&self, id: DocumentId) -> StoreResult<Option<ReviewRecord>> {
+        reviews::get(&self.pool, id).await
+    }
+
+    async fn decide_review(
+        &self,
+        id: DocumentId,
+        decision: ReviewDecision,
+        now: DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        reviews::decide(&self.pool, id, decision, now).await
+    }
+
+    async fn review_decision(&self, id: DocumentId) -> StoreResult<Option<ReviewDecision>> {
+        reviews::decision(&self.pool, id).await
     }
 }

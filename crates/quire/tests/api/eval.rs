@@ -1,5 +1,6 @@
 //! `quire eval retrieval` on a small BEIR-layout corpus written by the test: the product's own
 //! pipeline ranks the judged documents in every mode, and the report carries the metrics.
+//! `quire eval pii` on a dataset and a folder of documents written by the test.
 
 use tokio::process::Command;
 
@@ -129,4 +130,57 @@ fn model_dir() -> std::path::PathBuf {
         dir.display()
     );
     dir
+}
+
+/// `quire eval pii` on a one-record dataset whose offsets are characters (a multibyte character
+/// comes first) and a folder with a CV and a paper abstract: the spans are scored as matches
+/// and only the CV is listed as held.
+#[tokio::test]
+async fn eval_pii_scores_a_dataset_and_lists_held_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = serde_json::json!([{
+        "full_text": "Zoë wrote: mail jane@example.com or call +44 20 7946 0958 at Acme.",
+        "spans": [
+            {"entity_type": "EMAIL_ADDRESS", "start_position": 16, "end_position": 32},
+            {"entity_type": "PHONE_NUMBER", "start_position": 41, "end_position": 57},
+            {"entity_type": "ORGANIZATION", "start_position": 61, "end_position": 65},
+        ],
+    }]);
+    std::fs::write(dir.path().join("dataset.json"), record.to_string()).unwrap();
+    let docs = dir.path().join("docs").join("txt");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::write(
+        docs.join("cv.txt"),
+        "Jane Miller\njane.miller@example.com\n+44 7700 900123\nSoftware engineer since 2015.",
+    )
+    .unwrap();
+    std::fs::write(
+        docs.join("paper.txt"),
+        "Dense Retrieval\nJohn A. Smith, Maria Garcia and Wei Zhang\nWe study claims from \
+         1990-2020 (see p. 12, doi:10.1234/abcd.5678).",
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_quire"))
+        .args(["eval", "pii", "--runs", "1"])
+        .arg("--dataset")
+        .arg(dir.path().join("dataset.json"))
+        .arg("--docs")
+        .arg(dir.path().join("docs"))
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for kind in ["email ", "phone "] {
+        let line = stdout.lines().find(|l| l.starts_with(kind)).unwrap();
+        assert!(line.contains("1.000  1.000  1.000"), "{stdout}");
+    }
+    let held = stdout.split("held by the default policy:").nth(1).unwrap();
+    assert!(held.contains("txt/cv.txt"), "{stdout}");
+    assert!(!held.contains("paper.txt"), "{stdout}");
+    assert!(stdout.contains("throughput:"), "{stdout}");
 }

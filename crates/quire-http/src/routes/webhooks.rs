@@ -1,0 +1,206 @@
+//! `GET/POST /api/v1/webhooks`, `GET/DELETE /api/v1/webhooks/{id}` and the delivery log at
+//! `GET /api/v1/webhooks/{id}/deliveries`: admin keys only.
+
+use axum::Json;
+use axum::extract::{Query, State};
+use axum::http::{StatusCode, header};
+use chrono::{DateTime, SecondsFormat, Utc};
+use quire_core::{WebhookEvent, WebhookId};
+use quire_store::{DeliveryAttempt, NewWebhook, WebhookRecord};
+use serde::{Deserialize, Serialize};
+
+use crate::auth::{Admin, Require};
+use crate::extract::{ApiJson, ApiPath};
+use crate::{ApiError, AppState};
+
+/// `/webhooks/{id}`.
+#[derive(Debug, Deserialize)]
+pub(super) struct WebhookPath {
+    id: WebhookId,
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct CreateWebhook {
+    url: Option<String>,
+    events: Option<Vec<String>>,
+}
+
+/// A webhook as listed: never with its secret.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct WebhookJson {
+    id: String,
+    url: String,
+    events: Vec<&'static str>,
+    created_at: String,
+    /// Only in the answer to the registration.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    secret: Option<String>,
+}
+
+impl WebhookJson {
+    fn of(webhook: &WebhookRecord) -> Self {
+        Self {
+            id: webhook.id.to_string(),
+            url: webhook.url.clone(),
+            events: webhook.events.iter().map(|e| e.as_str()).collect(),
+            created_at: iso(webhook.created_at),
+            secret: None,
+        }
+    }
+}
+
+/// One delivery attempt in the log.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct DeliveryJson {
+    event_id: String,
+    event: &'static str,
+    attempted_at: String,
+    status_code: Option<u16>,
+    error: Option<String>,
+    latency_ms: u64,
+    success: bool,
+}
+
+impl From<&DeliveryAttempt> for DeliveryJson {
+    fn from(a: &DeliveryAttempt) -> Self {
+        Self {
+            event_id: a.event_id.to_string(),
+            event: a.event.as_str(),
+            attempted_at: iso(a.attempted_at),
+            status_code: a.status_code,
+            error: a.error.clone(),
+            latency_ms: a.latency_ms,
+            success: a.error.is_none() && a.status_code.is_some_and(|s| (200..300).contains(&s)),
+        }
+    }
+}
+
+fn iso(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+pub(super) async fn list(
+    State(state): State<AppState>,
+    Require(_, _): Require<Admin>,
+) -> Result<Json<Vec<WebhookJson>>, ApiError> {
+    let webhooks = state.store.list_webhooks().await?;
+    Ok(Json(webhooks.iter().map(WebhookJson::of).collect()))
+}
+
+pub(super) async fn get(
+    State(state): State<AppState>,
+    Require(_, _): Require<Admin>,
+    ApiPath(path): ApiPath<WebhookPath>,
+) -> Result<Json<WebhookJson>, ApiError> {
+    let webhook = state
+        .store
+        .get_webhook(path.id)
+        .await?
+        .ok_or_else(|| not_found(path.id))?;
+    Ok(Json(WebhookJson::of(&webhook)))
+}
+
+pub(super) async fn create(
+    State(state): State<AppState>,
+    Require(_, _): Require<Admin>,
+    ApiJson(body): ApiJson<CreateWebhook>,
+) -> Result<
+    (
+        StatusCode,
+        [(header::HeaderName, String); 1],
+        Json<WebhookJson>,
+    ),
+    ApiError,
+> {
+    let raw_url = body
+        .url
+        .ok_or_else(|| ApiError::BadRequest("`url` is required".into()))?;
+    let url =
+        quire_webhooks::check_url(&raw_url).map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    let events = parse_events(body.events)?;
+    quire_webhooks::resolve_and_check(&url, state.webhooks.allow_private_targets)
+        .await
+        .map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    let secret = quire_webhooks::new_secret().map_err(|e| ApiError::internal(&e))?;
+    let webhook = state
+        .store
+        .create_webhook(NewWebhook {
+            id: WebhookId::new(),
+            url: url.to_string(),
+            events,
+            secret: secret.clone(),
+            created_at: state.clock.now(),
+        })
+        .await?;
+    let mut json = WebhookJson::of(&webhook);
+    json.secret = Some(secret);
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, format!("/api/v1/webhooks/{}", webhook.id))],
+        Json(json),
+    ))
+}
+
+/// Non-empty, each one of the three event names, duplicates dropped (order kept).
+fn parse_events(raw: Option<Vec<String>>) -> Result<Vec<WebhookEvent>, ApiError> {
+    let raw = raw.ok_or_else(|| ApiError::BadRequest("`events` is required".into()))?;
+    if raw.is_empty() {
+        return Err(ApiError::BadRequest(
+            "`events` must name at least one event".into(),
+        ));
+    }
+    let mut events = Vec::new();
+    for name in &raw {
+        let event: WebhookEvent = name.parse().map_err(|_| {
+            ApiError::BadRequest(format!(
+                "unknown event {name:?}; events are {}",
+                WebhookEvent::ALL
+                    .iter()
+                    .map(|e| e.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+        if !events.contains(&event) {
+            events.push(event);
+        }
+    }
+    Ok(events)
+}
+
+pub(super) async fn delete(
+    State(state): State<AppState>,
+    Require(_, _): Require<Admin>,
+    ApiPath(path): ApiPath<WebhookPath>,
+) -> Result<StatusCode, ApiError> {
+    if state.store.delete_webhook(path.id).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(not_found(path.id))
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct DeliveriesQuery {
+    limit: Option<u32>,
+}
+
+pub(super) async fn deliveries(
+    State(state): State<AppState>,
+    Require(_, _): Require<Admin>,
+    ApiPath(path): ApiPath<WebhookPath>,
+    Query(query): Query<DeliveriesQuery>,
+) -> Result<Json<Vec<DeliveryJson>>, ApiError> {
+    if state.store.get_webhook(path.id).await?.is_none() {
+        return Err(not_found(path.id));
+    }
+    let limit = query.limit.unwrap_or(100).clamp(1, 1000);
+    let attempts = state.store.deliveries(path.id, limit).await?;
+    Ok(Json(attempts.iter().map(DeliveryJson::from).collect()))
+}
+
+fn not_found(id: WebhookId) -> ApiError {
+    ApiError::NotFound(format!("webhook {id} not found"))
+}

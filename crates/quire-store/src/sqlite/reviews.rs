@@ -1,0 +1,186 @@
+//! Documents held for review: holding one (the job ends, the document waits in
+//! `pending_review`, `document.pii_detected` goes to the outbox, all in one transaction),
+//! listing them, and an administrator's decision, which sends the document back to processing.
+
+use chrono::{DateTime, Utc};
+use quire_core::{DocumentId, DocumentStatus, WebhookEvent};
+use serde_json::{Map, Value};
+use sqlx::{Row, SqlitePool};
+
+use super::codec::{self, DOCUMENT_COLUMNS};
+use super::{jobs, webhooks};
+use crate::{
+    ClaimedJob, FinishOutcome, HeldDocument, ReviewDecision, ReviewRecord, StoreError, StoreResult,
+};
+
+/// Ends `job` with its document in `pending_review`, records why, and announces it.
+pub(super) async fn hold(
+    pool: &SqlitePool,
+    job: &ClaimedJob,
+    held: HeldDocument,
+    now: DateTime<Utc>,
+) -> StoreResult<FinishOutcome> {
+    let now_ms = codec::millis(now);
+    let doc = job.document_id.to_string();
+    let mut tx = pool.begin().await?;
+    if !jobs::release_lease(&mut tx, job, "done", None, now_ms).await? {
+        tx.rollback().await?;
+        return jobs::lost_or_gone(pool, job).await;
+    }
+    let updated = sqlx::query(
+        "UPDATE documents SET status = ?, error = NULL, chunk_count = 0, page_count = ?,
+                              updated_at = ?
+         WHERE id = ?",
+    )
+    .bind(DocumentStatus::PendingReview.as_str())
+    .bind(i64::from(held.page_count))
+    .bind(now_ms)
+    .bind(&doc)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    if updated == 0 {
+        tx.rollback().await?;
+        return Ok(FinishOutcome::DocumentGone);
+    }
+    let types = serde_json::to_string(&held.pii_types)
+        .map_err(|e| StoreError::Invalid(format!("personal-data types: {e}")))?;
+    sqlx::query(
+        "INSERT INTO document_reviews (document_id, pii_types, findings, held_at)
+         VALUES (?, ?, ?, ?)
+         ON CONFLICT (document_id) DO UPDATE SET
+             pii_types = excluded.pii_types, findings = excluded.findings,
+             held_at = excluded.held_at, decision = NULL, decided_at = NULL",
+    )
+    .bind(&doc)
+    .bind(&types)
+    .bind(&held.findings)
+    .bind(now_ms)
+    .execute(&mut *tx)
+    .await?;
+    let mut extra = Map::new();
+    extra.insert(
+        "piiTypes".into(),
+        Value::Array(held.pii_types.iter().cloned().map(Value::String).collect()),
+    );
+    webhooks::enqueue(
+        &mut tx,
+        job.document_id,
+        WebhookEvent::DocumentPiiDetected,
+        extra,
+        now,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(FinishOutcome::Stored)
+}
+
+const REVIEW_COLUMNS: &str = "r.pii_types, r.findings, r.held_at, r.decision, r.decided_at";
+
+fn review_from_row(row: &sqlx::sqlite::SqliteRow) -> StoreResult<ReviewRecord> {
+    let types: String = row.try_get("pii_types")?;
+    let decision: Option<String> = row.try_get("decision")?;
+    Ok(ReviewRecord {
+        document: codec::document_from_row(row)?,
+        pii_types: serde_json::from_str(&types)
+            .map_err(|e| StoreError::Corrupt(format!("review types: {e}")))?,
+        findings: row.try_get("findings")?,
+        held_at: codec::time(row.try_get("held_at")?)?,
+        decision: decision.as_deref().map(ReviewDecision::parse).transpose()?,
+        decided_at: row
+            .try_get::<Option<i64>, _>("decided_at")?
+            .map(codec::time)
+            .transpose()?,
+    })
+}
+
+/// Documents waiting for a decision, oldest first.
+pub(super) async fn waiting(pool: &SqlitePool) -> StoreResult<Vec<ReviewRecord>> {
+    let rows = sqlx::query(&format!(
+        "SELECT {DOCUMENT_COLUMNS}, {REVIEW_COLUMNS}
+         FROM document_reviews r JOIN documents d ON d.id = r.document_id
+         WHERE r.decision IS NULL AND d.status = ?
+         ORDER BY r.held_at, d.rowid"
+    ))
+    .bind(DocumentStatus::PendingReview.as_str())
+    .fetch_all(pool)
+    .await?;
+    rows.iter().map(review_from_row).collect()
+}
+
+/// One document's review, decided or not.
+pub(super) async fn get(pool: &SqlitePool, id: DocumentId) -> StoreResult<Option<ReviewRecord>> {
+    let row = sqlx::query(&format!(
+        "SELECT {DOCUMENT_COLUMNS}, {REVIEW_COLUMNS}
+         FROM document_reviews r JOIN documents d ON d.id = r.document_id
+         WHERE r.document_id = ?"
+    ))
+    .bind(id.to_string())
+    .fetch_optional(pool)
+    .await?;
+    row.as_ref().map(review_from_row).transpose()
+}
+
+/// Records the decision and queues the document again; false when it is not waiting.
+pub(super) async fn decide(
+    pool: &SqlitePool,
+    id: DocumentId,
+    decision: ReviewDecision,
+    now: DateTime<Utc>,
+) -> StoreResult<bool> {
+    let now_ms = codec::millis(now);
+    let doc = id.to_string();
+    let mut tx = pool.begin().await?;
+    let updated =
+        sqlx::query("UPDATE documents SET status = ?, updated_at = ? WHERE id = ? AND status = ?")
+            .bind(DocumentStatus::Queued.as_str())
+            .bind(now_ms)
+            .bind(&doc)
+            .bind(DocumentStatus::PendingReview.as_str())
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+    if updated == 0 {
+        tx.rollback().await?;
+        return Ok(false);
+    }
+    sqlx::query(
+        "UPDATE document_reviews SET decision = ?, decided_at = ?
+         WHERE document_id = ? AND decision IS NULL",
+    )
+    .bind(decision.as_str())
+    .bind(now_ms)
+    .bind(&doc)
+    .execute(&mut *tx)
+    .await?;
+    // The document's job runs again from the start, with the decision to apply.
+    sqlx::query(
+        "UPDATE jobs SET state = 'queued', attempts = 0, run_after = ?, lease_owner = NULL,
+                         lease_expires_at = NULL, last_error = NULL, updated_at = ?
+         WHERE document_id = ?",
+    )
+    .bind(now_ms)
+    .bind(now_ms)
+    .bind(&doc)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// The decision a document was sent back to processing with, if any.
+pub(super) async fn decision(
+    pool: &SqlitePool,
+    id: DocumentId,
+) -> StoreResult<Option<ReviewDecision>> {
+    let decision: Option<Option<String>> =
+        sqlx::query_scalar("SELECT decision FROM document_reviews WHERE document_id = ?")
+            .bind(id.to_string())
+            .fetch_optional(pool)
+            .await?;
+    decision
+        .flatten()
+        .as_deref()
+        .map(ReviewDecision::parse)
+        .transpose()
+}

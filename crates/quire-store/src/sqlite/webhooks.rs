@@ -1,0 +1,407 @@
+//! Webhooks, their transactional outbox and their delivery log. An event is written to the
+//! outbox by the same transaction that changes the document, one row per subscribed webhook,
+//! so a crash can never lose it; a dispatcher claims rows, and a claimed row is never handed
+//! out again, so each (webhook, event) is attempted at most once, across processes and
+//! restarts.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use quire_core::{DocumentId, EventId, WebhookEvent, WebhookId, webhook};
+use serde_json::{Map, Value};
+use sqlx::sqlite::SqliteRow;
+use sqlx::{QueryBuilder, Row, Sqlite, SqliteConnection, SqlitePool};
+
+use super::codec;
+use crate::{
+    DELIVERY_LOG_LIMIT, DeliveryAttempt, NewDeliveryAttempt, NewWebhook, PendingDelivery,
+    StoreError, StoreResult, WebhookRecord,
+};
+
+const WEBHOOK_COLUMNS: &str = "id, url, events, secret, created_at";
+
+/// The `data` fields the store fills in from the document for every event.
+const DOCUMENT_FIELDS: [&str; 4] = [
+    "documentId",
+    "documentName",
+    "dataSourceId",
+    "dataSourceName",
+];
+
+pub(super) async fn create(pool: &SqlitePool, new: NewWebhook) -> StoreResult<WebhookRecord> {
+    let mut events = Vec::with_capacity(new.events.len());
+    for event in new.events {
+        if !events.contains(&event) {
+            events.push(event);
+        }
+    }
+    if events.is_empty() {
+        return Err(StoreError::Invalid(
+            "a webhook must subscribe to at least one event".into(),
+        ));
+    }
+    let id = new.id.to_string();
+    let mut tx = pool.begin().await?;
+    sqlx::query(
+        "INSERT INTO webhooks (id, url, events, secret, created_at) VALUES (?, ?, ?, ?, ?)",
+    )
+    .bind(&id)
+    .bind(&new.url)
+    .bind(events_json(&events))
+    .bind(&new.secret)
+    .bind(codec::millis(new.created_at))
+    .execute(&mut *tx)
+    .await?;
+    for event in &events {
+        sqlx::query("INSERT INTO webhook_subscriptions (event, webhook_id) VALUES (?, ?)")
+            .bind(event.as_str())
+            .bind(&id)
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(WebhookRecord {
+        id: new.id,
+        url: new.url,
+        events,
+        secret: new.secret,
+        created_at: new.created_at,
+    })
+}
+
+pub(super) async fn list(pool: &SqlitePool) -> StoreResult<Vec<WebhookRecord>> {
+    sqlx::query(&format!(
+        "SELECT {WEBHOOK_COLUMNS} FROM webhooks ORDER BY created_at, rowid"
+    ))
+    .fetch_all(pool)
+    .await?
+    .iter()
+    .map(webhook_from_row)
+    .collect()
+}
+
+pub(super) async fn get(pool: &SqlitePool, id: WebhookId) -> StoreResult<Option<WebhookRecord>> {
+    sqlx::query(&format!(
+        "SELECT {WEBHOOK_COLUMNS} FROM webhooks WHERE id = ?"
+    ))
+    .bind(id.to_string())
+    .fetch_optional(pool)
+    .await?
+    .as_ref()
+    .map(webhook_from_row)
+    .transpose()
+}
+
+/// Deletes the webhook; its subscriptions, outbox rows and delivery log go with it (foreign
+/// keys with `ON DELETE CASCADE`).
+pub(super) async fn delete(pool: &SqlitePool, id: WebhookId) -> StoreResult<bool> {
+    let deleted = sqlx::query("DELETE FROM webhooks WHERE id = ?")
+        .bind(id.to_string())
+        .execute(pool)
+        .await?
+        .rows_affected();
+    Ok(deleted == 1)
+}
+
+/// [`enqueue`] in a transaction of its own.
+pub(super) async fn enqueue_standalone(
+    pool: &SqlitePool,
+    document_id: DocumentId,
+    event: WebhookEvent,
+    extra: Value,
+    now: DateTime<Utc>,
+) -> StoreResult<u64> {
+    let extra = match extra {
+        Value::Object(fields) => fields,
+        Value::Null => Map::new(),
+        other => {
+            return Err(StoreError::Invalid(format!(
+                "event data must be a JSON object, not {other}"
+            )));
+        }
+    };
+    // IMMEDIATE: the subscriber and document reads below must not go stale before the writes.
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let written = enqueue(&mut tx, document_id, event, extra, now).await?;
+    tx.commit().await?;
+    Ok(written)
+}
+
+/// Writes one outbox row for each webhook subscribed to `event`, on the caller's connection:
+/// call it inside the transaction that changes the document, after that change (so it already
+/// holds the write lock and reads the values it wrote). The body's `data` holds the document's
+/// id and name and its source's id and name, `chunkCount` for `document.ready`, `error` for
+/// `document.failed`, then the fields of `extra`, which may not repeat any of those. Without a
+/// subscriber this is one indexed read and writes nothing, even for an unknown document;
+/// otherwise an unknown document is [`StoreError::Invalid`]. Returns the number of rows.
+pub(super) async fn enqueue(
+    conn: &mut SqliteConnection,
+    document_id: DocumentId,
+    event: WebhookEvent,
+    extra: Map<String, Value>,
+    now: DateTime<Utc>,
+) -> StoreResult<u64> {
+    if let Some(field) = extra
+        .keys()
+        .find(|k| DOCUMENT_FIELDS.contains(&k.as_str()) || event_field(event) == Some(k.as_str()))
+    {
+        return Err(StoreError::Invalid(format!(
+            "event data field {field:?} is filled in by the store"
+        )));
+    }
+    let subscribers: Vec<String> = sqlx::query_scalar(
+        "SELECT webhook_id FROM webhook_subscriptions WHERE event = ? ORDER BY webhook_id",
+    )
+    .bind(event.as_str())
+    .fetch_all(&mut *conn)
+    .await?;
+    if subscribers.is_empty() {
+        return Ok(0);
+    }
+    let Some(doc) = sqlx::query(
+        "SELECT d.name, d.source_id, s.name AS source_name, d.chunk_count, d.error
+         FROM documents d JOIN sources s ON s.id = d.source_id
+         WHERE d.id = ?",
+    )
+    .bind(document_id.to_string())
+    .fetch_optional(&mut *conn)
+    .await?
+    else {
+        return Err(StoreError::Invalid(format!(
+            "document {document_id} does not exist"
+        )));
+    };
+    let mut data = Map::new();
+    data.insert("documentId".into(), document_id.to_string().into());
+    data.insert(
+        "documentName".into(),
+        doc.try_get::<String, _>("name")?.into(),
+    );
+    data.insert(
+        "dataSourceId".into(),
+        doc.try_get::<String, _>("source_id")?.into(),
+    );
+    data.insert(
+        "dataSourceName".into(),
+        doc.try_get::<String, _>("source_name")?.into(),
+    );
+    match event {
+        WebhookEvent::DocumentReady => {
+            let chunks = codec::count(doc.try_get("chunk_count")?);
+            data.insert("chunkCount".into(), chunks.into());
+        }
+        WebhookEvent::DocumentFailed => {
+            let error: Option<String> = doc.try_get("error")?;
+            data.insert("error".into(), error.unwrap_or_default().into());
+        }
+        WebhookEvent::DocumentPiiDetected => {}
+    }
+    data.extend(extra);
+    let body = webhook::envelope_body(event, now, data);
+    for webhook_id in &subscribers {
+        sqlx::query(
+            "INSERT INTO webhook_outbox (event_id, webhook_id, event, body, created_at)
+             VALUES (?, ?, ?, ?, ?)",
+        )
+        .bind(EventId::new().to_string())
+        .bind(webhook_id)
+        .bind(event.as_str())
+        .bind(&body)
+        .bind(codec::millis(now))
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(subscribers.len() as u64)
+}
+
+/// The `data` field the store adds for this event besides the document's.
+fn event_field(event: WebhookEvent) -> Option<&'static str> {
+    match event {
+        WebhookEvent::DocumentReady => Some("chunkCount"),
+        WebhookEvent::DocumentFailed => Some("error"),
+        WebhookEvent::DocumentPiiDetected => None,
+    }
+}
+
+pub(super) async fn claim(pool: &SqlitePool, limit: u32) -> StoreResult<Vec<PendingDelivery>> {
+    if limit == 0 {
+        return Ok(Vec::new());
+    }
+    // Idle dispatchers poll often; a read first keeps them from taking the write lock for
+    // nothing.
+    let pending = sqlx::query("SELECT 1 FROM webhook_outbox WHERE claimed_at IS NULL LIMIT 1")
+        .fetch_optional(pool)
+        .await?;
+    if pending.is_none() {
+        return Ok(Vec::new());
+    }
+    let mut tx = pool.begin().await?;
+    // One statement picks and marks the rows under the write lock: no other claimer can see
+    // them unclaimed.
+    let claimed = sqlx::query(
+        "UPDATE webhook_outbox SET claimed_at = ?1
+         WHERE seq IN (
+             SELECT seq FROM webhook_outbox WHERE claimed_at IS NULL ORDER BY seq LIMIT ?2)
+         RETURNING seq, event_id, webhook_id, event, body, created_at",
+    )
+    // claimed_at is only read by people looking into lost deliveries, never compared, so the
+    // wall clock is good enough.
+    .bind(codec::millis(Utc::now()))
+    .bind(i64::from(limit))
+    .fetch_all(&mut *tx)
+    .await?;
+    if claimed.is_empty() {
+        tx.rollback().await?;
+        return Ok(Vec::new());
+    }
+    let mut webhook_ids: Vec<String> = claimed
+        .iter()
+        .map(|row| row.try_get("webhook_id"))
+        .collect::<Result<_, _>>()?;
+    webhook_ids.sort();
+    webhook_ids.dedup();
+    let mut qb = QueryBuilder::<Sqlite>::new(format!(
+        "SELECT {WEBHOOK_COLUMNS} FROM webhooks WHERE id IN "
+    ));
+    codec::push_id_list(&mut qb, &webhook_ids);
+    let webhooks: HashMap<WebhookId, WebhookRecord> = qb
+        .build()
+        .fetch_all(&mut *tx)
+        .await?
+        .iter()
+        .map(|row| webhook_from_row(row).map(|w| (w.id, w)))
+        .collect::<StoreResult<_>>()?;
+    let mut deliveries = Vec::with_capacity(claimed.len());
+    for row in &claimed {
+        let webhook_id: WebhookId = codec::id(&row.try_get::<String, _>("webhook_id")?)?;
+        let webhook = webhooks.get(&webhook_id).cloned().ok_or_else(|| {
+            StoreError::Corrupt(format!("outbox row for missing webhook {webhook_id}"))
+        })?;
+        let seq: i64 = row.try_get("seq")?;
+        deliveries.push((
+            seq,
+            PendingDelivery {
+                event_id: codec::id(&row.try_get::<String, _>("event_id")?)?,
+                webhook,
+                event: event_from(&row.try_get::<String, _>("event")?)?,
+                body: row.try_get("body")?,
+                created_at: codec::time(row.try_get("created_at")?)?,
+            },
+        ));
+    }
+    tx.commit().await?;
+    // RETURNING does not promise an order.
+    deliveries.sort_by_key(|(seq, _)| *seq);
+    Ok(deliveries.into_iter().map(|(_, d)| d).collect())
+}
+
+pub(super) async fn record(pool: &SqlitePool, attempt: NewDeliveryAttempt) -> StoreResult<()> {
+    let webhook_id = attempt.webhook_id.to_string();
+    let event_id = attempt.event_id.to_string();
+    let mut tx = pool.begin().await?;
+    // A webhook deleted while its event was in flight has no log to append to.
+    let inserted = sqlx::query(
+        "INSERT INTO webhook_deliveries
+             (event_id, webhook_id, event, attempted_at, status_code, error, latency_ms)
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE EXISTS (SELECT 1 FROM webhooks WHERE id = ?2)",
+    )
+    .bind(&event_id)
+    .bind(&webhook_id)
+    .bind(attempt.event.as_str())
+    .bind(codec::millis(attempt.attempted_at))
+    .bind(attempt.status_code.map(i64::from))
+    .bind(&attempt.error)
+    .bind(i64::try_from(attempt.latency_ms).unwrap_or(i64::MAX))
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    if inserted == 0 {
+        tx.rollback().await?;
+        return Ok(());
+    }
+    sqlx::query(
+        "DELETE FROM webhook_deliveries
+         WHERE webhook_id = ?1 AND seq <= (
+             SELECT seq FROM webhook_deliveries WHERE webhook_id = ?1
+             ORDER BY seq DESC LIMIT 1 OFFSET ?2)",
+    )
+    .bind(&webhook_id)
+    .bind(i64::from(DELIVERY_LOG_LIMIT))
+    .execute(&mut *tx)
+    .await?;
+    // The attempt is logged, so its claimed outbox row has served its purpose. Rows claimed
+    // but never recorded (the dispatcher died mid-request) stay, as evidence.
+    sqlx::query("DELETE FROM webhook_outbox WHERE event_id = ? AND claimed_at IS NOT NULL")
+        .bind(&event_id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+pub(super) async fn deliveries(
+    pool: &SqlitePool,
+    webhook_id: WebhookId,
+    limit: u32,
+) -> StoreResult<Vec<DeliveryAttempt>> {
+    sqlx::query(
+        "SELECT seq, event_id, webhook_id, event, attempted_at, status_code, error, latency_ms
+         FROM webhook_deliveries WHERE webhook_id = ? ORDER BY seq DESC LIMIT ?",
+    )
+    .bind(webhook_id.to_string())
+    .bind(i64::from(limit))
+    .fetch_all(pool)
+    .await?
+    .iter()
+    .map(attempt_from_row)
+    .collect()
+}
+
+pub(super) async fn pending_count(pool: &SqlitePool) -> StoreResult<u64> {
+    let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM webhook_outbox WHERE claimed_at IS NULL")
+        .fetch_one(pool)
+        .await?;
+    Ok(codec::count(n))
+}
+
+fn events_json(events: &[WebhookEvent]) -> String {
+    Value::from(events.iter().map(|e| e.as_str()).collect::<Vec<_>>()).to_string()
+}
+
+fn event_from(raw: &str) -> StoreResult<WebhookEvent> {
+    raw.parse()
+        .map_err(|e: quire_core::UnknownWebhookEvent| StoreError::Corrupt(e.to_string()))
+}
+
+fn webhook_from_row(row: &SqliteRow) -> StoreResult<WebhookRecord> {
+    let events: String = row.try_get("events")?;
+    let events: Vec<WebhookEvent> = serde_json::from_str(&events)
+        .map_err(|e| StoreError::Corrupt(format!("webhook events {events:?}: {e}")))?;
+    Ok(WebhookRecord {
+        id: codec::id(&row.try_get::<String, _>("id")?)?,
+        url: row.try_get("url")?,
+        events,
+        secret: row.try_get("secret")?,
+        created_at: codec::time(row.try_get("created_at")?)?,
+    })
+}
+
+fn attempt_from_row(row: &SqliteRow) -> StoreResult<DeliveryAttempt> {
+    let status_code = row
+        .try_get::<Option<i64>, _>("status_code")?
+        .map(|code| {
+            u16::try_from(code)
+                .map_err(|_| StoreError::Corrupt(format!("HTTP status {code} out of range")))
+        })
+        .transpose()?;
+    Ok(DeliveryAttempt {
+        sequence: codec::count(row.try_get("seq")?),
+        event_id: codec::id(&row.try_get::<String, _>("event_id")?)?,
+        webhook_id: codec::id(&row.try_get::<String, _>("webhook_id")?)?,
+        event: event_from(&row.try_get::<String, _>("event")?)?,
+        attempted_at: codec::time(row.try_get("attempted_at")?)?,
+        status_code,
+        error: row.try_get("error")?,
+        latency_ms: codec::count(row.try_get("latency_ms")?),
+    })
+}

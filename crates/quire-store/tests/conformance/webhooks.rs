@@ -1,0 +1,424 @@
+//! The webhook stories: registration, the outbox written with each document status change,
+//! claims that hand every event out once, and the bounded delivery log.
+
+use std::collections::HashSet;
+
+use chrono::{DateTime, Duration, Utc};
+use quire_core::{DocumentId, EventId, SourceId, WebhookEvent, WebhookId};
+use quire_store::{
+    NewDeliveryAttempt, NewWebhook, PendingDelivery, Store, StoreError, WebhookRecord,
+};
+use serde_json::{Value, json};
+
+use super::{chunks, document, source, t0};
+
+use WebhookEvent::{DocumentFailed, DocumentPiiDetected, DocumentReady};
+
+async fn webhook(store: &dyn Store, url: &str, events: &[WebhookEvent]) -> WebhookRecord {
+    store
+        .create_webhook(NewWebhook {
+            id: WebhookId::new(),
+            url: url.into(),
+            events: events.to_vec(),
+            secret: format!("whsec-{url}"),
+            created_at: t0(),
+        })
+        .await
+        .unwrap()
+}
+
+/// Claims the next queued job and finishes it with `n` chunks at `at`.
+async fn finish_next(store: &dyn Store, expected: DocumentId, n: u32, at: DateTime<Utc>) {
+    let job = store
+        .claim_job("w", at, at + Duration::minutes(5))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(job.document_id, expected);
+    store.finish_document(&job, chunks(n), at).await.unwrap();
+}
+
+fn body(delivery: &PendingDelivery) -> Value {
+    serde_json::from_str(&delivery.body).unwrap()
+}
+
+fn document_of(delivery: &PendingDelivery) -> String {
+    body(delivery)["data"]["documentId"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn attempt(webhook_id: WebhookId, i: i64) -> NewDeliveryAttempt {
+    NewDeliveryAttempt {
+        event_id: EventId::new(),
+        webhook_id,
+        event: DocumentReady,
+        attempted_at: t0() + Duration::seconds(i),
+        status_code: (i % 2 == 0).then_some(200),
+        error: (i % 2 == 1).then(|| format!("timeout {i}")),
+        latency_ms: u64::try_from(i).unwrap(),
+    }
+}
+
+pub(super) async fn webhooks_are_registered_listed_and_deleted(store: &dyn Store) {
+    assert!(store.list_webhooks().await.unwrap().is_empty());
+    let first = webhook(
+        store,
+        "https://a.example/hook",
+        &[DocumentFailed, DocumentReady],
+    )
+    .await;
+    assert_eq!(first.events, [DocumentFailed, DocumentReady], "order kept");
+    assert_eq!(first.secret, "whsec-https://a.example/hook");
+    let second = webhook(
+        store,
+        "https://b.example/hook",
+        &[DocumentReady, DocumentReady],
+    )
+    .await;
+    assert_eq!(second.events, [DocumentReady], "repeats stored once");
+
+    assert_eq!(
+        store.get_webhook(first.id).await.unwrap(),
+        Some(first.clone())
+    );
+    assert!(store.get_webhook(WebhookId::new()).await.unwrap().is_none());
+    assert_eq!(
+        store.list_webhooks().await.unwrap(),
+        [first.clone(), second.clone()]
+    );
+    assert!(
+        !format!("{first:?}").contains("whsec"),
+        "Debug leaves the secret out"
+    );
+
+    let none = store
+        .create_webhook(NewWebhook {
+            id: WebhookId::new(),
+            url: "https://c.example/hook".into(),
+            events: Vec::new(),
+            secret: "s".into(),
+            created_at: t0(),
+        })
+        .await;
+    assert!(matches!(none, Err(StoreError::Invalid(_))), "{none:?}");
+
+    assert!(store.delete_webhook(first.id).await.unwrap());
+    assert!(
+        !store.delete_webhook(first.id).await.unwrap(),
+        "already gone"
+    );
+    assert!(store.get_webhook(first.id).await.unwrap().is_none());
+    assert_eq!(store.list_webhooks().await.unwrap(), [second]);
+}
+
+pub(super) async fn finishing_a_document_writes_one_event_per_subscriber(store: &dyn Store) {
+    let s = source(store, "Manuals").await;
+    // Without webhooks nothing is written.
+    let quiet = document(store, s, "quiet.txt").await;
+    finish_next(store, quiet, 1, t0()).await;
+    assert_eq!(store.pending_deliveries_count().await.unwrap(), 0);
+
+    let ready = webhook(store, "https://ready.example", &[DocumentReady]).await;
+    let both = webhook(
+        store,
+        "https://both.example",
+        &[DocumentFailed, DocumentReady],
+    )
+    .await;
+    let failed = webhook(store, "https://failed.example", &[DocumentFailed]).await;
+    let pii = webhook(store, "https://pii.example", &[DocumentPiiDetected]).await;
+
+    let doc = document(store, s, "guide.pdf").await;
+    let at = t0() + Duration::milliseconds(90_250);
+    finish_next(store, doc, 3, at).await;
+    assert_eq!(store.pending_deliveries_count().await.unwrap(), 2);
+
+    let claimed = store.claim_deliveries(10).await.unwrap();
+    let hooks: HashSet<WebhookId> = claimed.iter().map(|d| d.webhook.id).collect();
+    assert_eq!(hooks, HashSet::from([ready.id, both.id]));
+    assert!(!hooks.contains(&failed.id) && !hooks.contains(&pii.id));
+    assert_ne!(
+        claimed[0].event_id, claimed[1].event_id,
+        "one event id per webhook"
+    );
+    for delivery in &claimed {
+        let expected = if delivery.webhook.id == ready.id {
+            &ready
+        } else {
+            &both
+        };
+        assert_eq!(&delivery.webhook, expected, "the webhook with its secret");
+        assert_eq!((delivery.event, delivery.created_at), (DocumentReady, at));
+        assert_eq!(
+            body(delivery),
+            json!({
+                "event": "document.ready",
+                "timestamp": "2026-05-01T12:01:30.250Z",
+                "data": {
+                    "documentId": doc.to_string(),
+                    "documentName": "guide.pdf",
+                    "dataSourceId": s.to_string(),
+                    "dataSourceName": "Manuals",
+                    "chunkCount": 3,
+                }
+            })
+        );
+    }
+    assert_eq!(store.pending_deliveries_count().await.unwrap(), 0);
+}
+
+pub(super) async fn failing_a_document_writes_its_error(store: &dyn Store) {
+    let s = source(store, "Scans").await;
+    let ready = webhook(store, "https://ready.example", &[DocumentReady]).await;
+    let failed = webhook(store, "https://failed.example", &[DocumentFailed]).await;
+    let doc = document(store, s, "broken.pdf").await;
+    let at = t0() + Duration::seconds(5);
+    let job = store
+        .claim_job("w", at, at + Duration::minutes(5))
+        .await
+        .unwrap()
+        .unwrap();
+    store
+        .fail_document(&job, "could not parse: bad xref \"table\"", at)
+        .await
+        .unwrap();
+
+    let claimed = store.claim_deliveries(10).await.unwrap();
+    assert_eq!(claimed.len(), 1, "{claimed:?}");
+    assert_eq!(claimed[0].webhook.id, failed.id);
+    assert_ne!(claimed[0].webhook.id, ready.id);
+    assert_eq!(claimed[0].event, DocumentFailed);
+    assert_eq!(
+        body(&claimed[0]),
+        json!({
+            "event": "document.failed",
+            "timestamp": "2026-05-01T12:00:05.000Z",
+            "data": {
+                "documentId": doc.to_string(),
+                "documentName": "broken.pdf",
+                "dataSourceId": s.to_string(),
+                "dataSourceName": "Scans",
+                "error": "could not parse: bad xref \"table\"",
+            }
+        })
+    );
+}
+
+/// `open` opens another handle on the same database: another process, or the same one after a
+/// restart.
+pub(super) async fn deliveries_are_claimed_once_across_handles_and_restarts(
+    open: impl AsyncFn() -> Box<dyn Store>,
+) {
+    let first = open().await;
+    let hook = webhook(&*first, "https://hook.example", &[DocumentReady]).await;
+    let s = source(&*first, "S").await;
+    let mut docs = Vec::new();
+    for i in 0..3 {
+        let doc = document(&*first, s, &format!("{i}.txt")).await;
+        finish_next(&*first, doc, 1, t0()).await;
+        docs.push(doc.to_string());
+    }
+    assert_eq!(first.pending_deliveries_count().await.unwrap(), 3);
+    assert!(first.claim_deliveries(0).await.unwrap().is_empty());
+
+    let claimed = first.claim_deliveries(2).await.unwrap();
+    assert_eq!(
+        claimed.iter().map(document_of).collect::<Vec<_>>(),
+        docs[..2],
+        "oldest first"
+    );
+    assert!(claimed.iter().all(|d| d.webhook == hook));
+    drop(first);
+
+    // After a restart the claimed rows stay claimed; the one left is claimable, once.
+    let restarted = open().await;
+    assert_eq!(restarted.pending_deliveries_count().await.unwrap(), 1);
+    let rest = restarted.claim_deliveries(10).await.unwrap();
+    assert_eq!(rest.iter().map(document_of).collect::<Vec<_>>(), docs[2..]);
+    let other = open().await;
+    assert!(other.claim_deliveries(10).await.unwrap().is_empty());
+    assert!(restarted.claim_deliveries(10).await.unwrap().is_empty());
+    assert_eq!(other.pending_deliveries_count().await.unwrap(), 0);
+
+    // Two processes claiming at the same time never get the same event.
+    let doc = document(&*other, s, "pii.txt").await;
+    let pii = webhook(&*other, "https://pii.example", &[DocumentPiiDetected]).await;
+    for _ in 0..20 {
+        assert_eq!(
+            other
+                .enqueue_event(doc, DocumentPiiDetected, Value::Null, t0())
+                .await
+                .unwrap(),
+            1
+        );
+    }
+    let drain = async |store: &dyn Store| {
+        let mut ids = Vec::new();
+        loop {
+            let batch = store.claim_deliveries(3).await.unwrap();
+            if batch.is_empty() {
+                return ids;
+            }
+            assert!(batch.iter().all(|d| d.webhook.id == pii.id));
+            ids.extend(batch.iter().map(|d| d.event_id));
+        }
+    };
+    let (a, b) = tokio::join!(drain(&*restarted), drain(&*other));
+    let all: HashSet<EventId> = a.iter().chain(&b).copied().collect();
+    assert_eq!(a.len() + b.len(), 20);
+    assert_eq!(all.len(), 20, "no event claimed twice");
+}
+
+pub(super) async fn delivery_log_is_bounded_and_newest_first(store: &dyn Store) {
+    let busy = webhook(store, "https://busy.example", &[DocumentReady]).await;
+    let calm = webhook(store, "https://calm.example", &[DocumentReady]).await;
+    for i in 0..1005 {
+        store.record_delivery(attempt(busy.id, i)).await.unwrap();
+    }
+    let logged = [attempt(calm.id, 0), attempt(calm.id, 1)];
+    for a in &logged {
+        store.record_delivery(a.clone()).await.unwrap();
+    }
+
+    let log = store.deliveries(busy.id, 5000).await.unwrap();
+    assert_eq!(log.len(), 1000, "bounded per webhook");
+    let latencies: Vec<u64> = log.iter().map(|a| a.latency_ms).collect();
+    assert_eq!(
+        latencies,
+        (5..1005).rev().collect::<Vec<u64>>(),
+        "newest first"
+    );
+    assert!(log.windows(2).all(|w| w[0].sequence > w[1].sequence));
+    let newest = store.deliveries(busy.id, 2).await.unwrap();
+    assert_eq!(
+        newest.iter().map(|a| a.latency_ms).collect::<Vec<_>>(),
+        [1004, 1003]
+    );
+
+    let calm_log = store.deliveries(calm.id, 10).await.unwrap();
+    assert_eq!(calm_log.len(), 2, "other webhooks keep their log");
+    let read = &calm_log[1];
+    let written = &logged[0];
+    assert_eq!(
+        (
+            read.event_id,
+            read.webhook_id,
+            read.event,
+            read.attempted_at,
+            read.status_code,
+            read.error.as_deref(),
+            read.latency_ms
+        ),
+        (
+            written.event_id,
+            calm.id,
+            DocumentReady,
+            t0(),
+            Some(200),
+            None,
+            0
+        )
+    );
+    assert_eq!(
+        (calm_log[0].status_code, calm_log[0].error.as_deref()),
+        (None, Some("timeout 1"))
+    );
+
+    // An attempt for a webhook deleted meanwhile is dropped.
+    let gone = WebhookId::new();
+    store.record_delivery(attempt(gone, 0)).await.unwrap();
+    assert!(store.deliveries(gone, 10).await.unwrap().is_empty());
+}
+
+pub(super) async fn deleting_a_webhook_drops_its_events_and_log(store: &dyn Store) {
+    let s = source(store, "S").await;
+    let doc = document(store, s, "d.txt").await;
+    let kept = webhook(store, "https://kept.example", &[DocumentPiiDetected]).await;
+    let gone = webhook(store, "https://gone.example", &[DocumentPiiDetected]).await;
+    store.record_delivery(attempt(gone.id, 0)).await.unwrap();
+    let extra = json!({"piiTypes": ["email"]});
+    assert_eq!(
+        store
+            .enqueue_event(doc, DocumentPiiDetected, extra, t0())
+            .await
+            .unwrap(),
+        2
+    );
+    assert!(store.delete_webhook(gone.id).await.unwrap());
+    assert_eq!(store.pending_deliveries_count().await.unwrap(), 1);
+    let claimed = store.claim_deliveries(10).await.unwrap();
+    assert_eq!(
+        claimed.iter().map(|d| d.webhook.id).collect::<Vec<_>>(),
+        [kept.id]
+    );
+    assert!(store.deliveries(gone.id, 10).await.unwrap().is_empty());
+}
+
+pub(super) async fn pii_events_carry_the_given_fields(store: &dyn Store) {
+    let s: SourceId = source(store, "HR").await;
+    let doc = document(store, s, "payroll.csv").await;
+    let at = t0() + Duration::milliseconds(7);
+    // No subscriber: nothing written, whatever the document.
+    assert_eq!(
+        store
+            .enqueue_event(DocumentId::new(), DocumentPiiDetected, json!({}), at)
+            .await
+            .unwrap(),
+        0
+    );
+    let hook = webhook(store, "https://pii.example", &[DocumentPiiDetected]).await;
+    webhook(store, "https://ready.example", &[DocumentReady]).await;
+
+    let written = store
+        .enqueue_event(
+            doc,
+            DocumentPiiDetected,
+            json!({"piiTypes": ["email", "iban"]}),
+            at,
+        )
+        .await
+        .unwrap();
+    assert_eq!(written, 1);
+    let claimed = store.claim_deliveries(10).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(
+        (claimed[0].webhook.id, claimed[0].event),
+        (hook.id, DocumentPiiDetected)
+    );
+    assert_eq!(
+        body(&claimed[0]),
+        json!({
+            "event": "document.pii_detected",
+            "timestamp": "2026-05-01T12:00:00.007Z",
+            "data": {
+                "documentId": doc.to_string(),
+                "documentName": "payroll.csv",
+                "dataSourceId": s.to_string(),
+                "dataSourceName": "HR",
+                "piiTypes": ["email", "iban"],
+            }
+        })
+    );
+
+    for bad in [json!(["email"]), json!({"documentId": "x", "piiTypes": []})] {
+        let refused = store.enqueue_event(doc, DocumentPiiDetected, bad, at).await;
+        assert!(
+            matches!(refused, Err(StoreError::Invalid(_))),
+            "{refused:?}"
+        );
+    }
+    let unknown = store
+        .enqueue_event(DocumentId::new(), DocumentPiiDetected, json!({}), at)
+        .await;
+    assert!(
+        matches!(unknown, Err(StoreError::Invalid(_))),
+        "{unknown:?}"
+    );
+    assert_eq!(
+        store.pending_deliveries_count().await.unwrap(),
+        0,
+        "nothing half-written"
+    );
+}

@@ -1,0 +1,4 @@
+//! Integration tests of quire-webhooks: one test binary, one module per concern.
+
+mod delivery;
+mod verifier;

@@ -1,0 +1,244 @@
+//! Personal data held for review, over the real API and CLI: a CV waits in `pending_review`
+//! (not searchable, `document.pii_detected` sent once), then approve, redact or reject.
+
+use std::time::{Duration, Instant};
+
+use quire_core::Permission;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use tokio::process::Command;
+
+use crate::helpers::{TestServer, assert_error, body};
+use crate::webhooks::Receiver;
+
+const CV: &str = "# Curriculum vitae\n\nJane Doe\n\nEmail: jane.doe@example.com\n\nPhone: +44 20 7946 0958\n\nTen years of centrifugal pump maintenance at the Leeds works.\n";
+
+async fn held_cv(server: &TestServer, key: &str) -> (String, String) {
+    let source = server.create_source(key, "People").await;
+    let id = server.upload_ok(key, &source, "cv.md", CV.as_bytes()).await;
+    let doc = server
+        .wait_for_status(key, &source, &id, "pending_review")
+        .await;
+    assert_eq!(doc["chunkCount"], 0, "{doc}");
+    (source, id)
+}
+
+async fn search_names(server: &TestServer, key: &str, query: &str) -> Vec<String> {
+    let found = body(server.search(key, json!({"query": query})).await).await;
+    found["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["content"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+async fn post(server: &TestServer, key: &str, path: &str) -> reqwest::Response {
+    server.post_json(key, path, &json!({})).await
+}
+
+#[tokio::test]
+async fn a_cv_waits_for_review_and_approval_makes_it_searchable() {
+    let (receiver, url) = Receiver::start(Duration::ZERO).await;
+    let server = TestServer::start_with(|c| c.webhooks.allow_private_targets = true).await;
+    let admin = server.key(Permission::Admin).await;
+    let writer = server.key(Permission::ReadWrite).await;
+    let hook = body(
+        server
+            .post_json(
+                &admin,
+                "/api/v1/webhooks",
+                &json!({"url": url, "events": ["document.pii_detected", "document.ready"]}),
+            )
+            .await,
+    )
+    .await;
+    *receiver.secret.lock().unwrap() = hook["secret"].as_str().unwrap().to_owned();
+    let (source, id) = held_cv(&server, &admin).await;
+    assert!(
+        search_names(&server, &admin, "centrifugal pump maintenance")
+            .await
+            .is_empty()
+    );
+
+    assert_error(
+        server.get(&writer, "/api/v1/reviews").await,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    )
+    .await;
+    let waiting = body(server.get(&admin, "/api/v1/reviews").await).await;
+    assert_eq!(waiting.as_array().unwrap().len(), 1, "{waiting}");
+    assert_eq!(waiting[0]["document"]["id"], id.as_str());
+    let types = waiting[0]["piiTypes"].as_array().unwrap();
+    assert!(
+        types.contains(&json!("email")) && types.contains(&json!("phone")),
+        "{waiting}"
+    );
+
+    let detail = body(server.get(&admin, &format!("/api/v1/reviews/{id}")).await).await;
+    let email = detail["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["type"] == "email")
+        .expect("the e-mail finding");
+    assert_eq!(email["text"], "jane.doe@example.com");
+    assert!(
+        email["context"]
+            .as_str()
+            .unwrap()
+            .contains("Email: jane.doe@example.com")
+    );
+
+    let approved = post(&server, &admin, &format!("/api/v1/reviews/{id}/approve")).await;
+    assert_eq!(approved.status(), StatusCode::OK);
+    server.wait_for_status(&admin, &source, &id, "ready").await;
+    let found = search_names(&server, &admin, "centrifugal pump maintenance").await;
+    assert!(
+        found.iter().any(|c| c.contains("jane.doe@example.com")),
+        "{found:?}"
+    );
+    // Decided once: a second decision is a conflict.
+    assert_error(
+        post(&server, &admin, &format!("/api/v1/reviews/{id}/redact")).await,
+        StatusCode::CONFLICT,
+        "conflict",
+    )
+    .await;
+    assert!(
+        body(server.get(&admin, "/api/v1/reviews").await)
+            .await
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+
+    // document.pii_detected once, with its types, then document.ready after the approval.
+    let started = Instant::now();
+    while receiver.received().len() < 2 {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            receiver.received()
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let events: Vec<Value> = receiver.received().into_iter().map(|(_, e)| e).collect();
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(events[0]["event"], "document.pii_detected");
+    assert_eq!(
+        events[0]["data"],
+        json!({"documentId": id, "documentName": "cv.md", "dataSourceId": source,
+               "dataSourceName": "People", "piiTypes": types})
+    );
+    assert_eq!(events[1]["event"], "document.ready");
+}
+
+#[tokio::test]
+async fn redaction_indexes_placeholders_and_keeps_the_original() {
+    let server = TestServer::start().await;
+    let admin = server.key(Permission::Admin).await;
+    let (source, id) = held_cv(&server, &admin).await;
+    let redacted = post(&server, &admin, &format!("/api/v1/reviews/{id}/redact")).await;
+    assert_eq!(redacted.status(), StatusCode::OK);
+    server.wait_for_status(&admin, &source, &id, "ready").await;
+    let found = search_names(&server, &admin, "centrifugal pump maintenance").await;
+    let text = found.join("\n");
+    assert!(
+        text.contains("[EMAIL]") && text.contains("[PHONE]"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("jane.doe@example.com") && !text.contains("7946"),
+        "{text}"
+    );
+    assert!(
+        search_names(&server, &admin, "jane.doe@example.com")
+            .await
+            .iter()
+            .all(|c| !c.contains("jane.doe"))
+    );
+    // The original file is kept as uploaded.
+    let original = server.data_dir.path().join("files").join(&id);
+    assert_eq!(std::fs::read_to_string(original).unwrap(), CV);
+}
+
+#[tokio::test]
+async fn rejection_deletes_the_document_and_its_file() {
+    let server = TestServer::start().await;
+    let admin = server.key(Permission::Admin).await;
+    let (source, id) = held_cv(&server, &admin).await;
+    let rejected = post(&server, &admin, &format!("/api/v1/reviews/{id}/reject")).await;
+    assert_eq!(rejected.status(), StatusCode::NO_CONTENT);
+    assert_error(
+        server
+            .get(&admin, &format!("/api/v1/sources/{source}/documents/{id}"))
+            .await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    )
+    .await;
+    assert_eq!(server.stored_files().1, 0);
+    assert_error(
+        post(&server, &admin, &format!("/api/v1/reviews/{id}/approve")).await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    )
+    .await;
+}
+
+async fn quire(data_dir: &std::path::Path, args: &[&str]) -> (bool, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_quire"))
+        .args(args)
+        .arg("--data-dir")
+        .arg(data_dir)
+        .env_remove("QUIRE_DATA_DIR")
+        .output()
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    (output.status.success(), text)
+}
+
+#[tokio::test]
+async fn the_cli_lists_shows_and_decides_while_the_server_runs() {
+    let server = TestServer::start().await;
+    let admin = server.key(Permission::Admin).await;
+    let (source, id) = held_cv(&server, &admin).await;
+    let dir = server.data_dir.path().to_owned();
+    let (ok, out) = quire(&dir, &["review", "list", "--json"]).await;
+    assert!(ok, "{out}");
+    let listed: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(listed[0]["documentId"], id.as_str());
+    let (ok, out) = quire(&dir, &["review", "show", &id]).await;
+    assert!(
+        ok && out.contains("jane.doe@example.com") && out.contains("email"),
+        "{out}"
+    );
+    let (ok, out) = quire(&dir, &["review", "redact", &id]).await;
+    assert!(ok, "{out}");
+    // The running server's worker picks the decision up. The CLI dates it by the wall clock;
+    // bring the test server's clock there too.
+    server
+        .clock
+        .set(chrono::Utc::now() + chrono::Duration::seconds(1));
+    let started = Instant::now();
+    loop {
+        let doc = body(
+            server
+                .get(&admin, &format!("/api/v1/sources/{source}/documents/{id}"))
+                .await,
+        )
+        .await;
+        if doc["status"] == "ready" {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "{doc}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (ok, out) = quire(&dir, &["review", "approve", &id]).await;
+    assert!(!ok && out.contains("not waiting for review"), "{out}");
+}

@@ -1,0 +1,514 @@
+//! Webhooks over real HTTP: registration (admin only, validation, the SSRF guard), deliveries
+//! to a receiver on loopback that verifies each Standard Webhooks signature with its own
+//! HMAC, exact payloads, a receiver too slow to answer, and at-most-once delivery across a
+//! restart.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode as AxumStatus};
+use quire_core::Permission;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::helpers::{TestServer, assert_error, body};
+
+/// What the receiver saw: verified deliveries (headers' id, the body) in arrival order.
+#[derive(Clone, Default)]
+pub(crate) struct Receiver {
+    pub(crate) secret: Arc<Mutex<String>>,
+    received: Arc<Mutex<Vec<(String, Value)>>>,
+    bad_signatures: Arc<Mutex<usize>>,
+    delay: Duration,
+}
+
+impl Receiver {
+    pub(crate) async fn start(delay: Duration) -> (Self, String) {
+        let receiver = Receiver {
+            delay,
+            ..Default::default()
+        };
+        let app = axum::Router::new()
+            .route("/hook", axum::routing::post(receive))
+            .with_state(receiver.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (receiver, format!("http://{addr}/hook"))
+    }
+
+    pub(crate) fn received(&self) -> Vec<(String, Value)> {
+        self.received.lock().unwrap().clone()
+    }
+}
+
+async fn receive(State(receiver): State<Receiver>, headers: HeaderMap, body: String) -> AxumStatus {
+    tokio::time::sleep(receiver.delay).await;
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned()
+    };
+    let (id, timestamp, signature) = (
+        header("webhook-id"),
+        header("webhook-timestamp"),
+        header("webhook-signature"),
+    );
+    let secret = receiver.secret.lock().unwrap().clone();
+    if !verify(&secret, &id, &timestamp, &body, &signature) {
+        *receiver.bad_signatures.lock().unwrap() += 1;
+        return AxumStatus::UNAUTHORIZED;
+    }
+    receiver
+        .received
+        .lock()
+        .unwrap()
+        .push((id, serde_json::from_str(&body).unwrap()));
+    AxumStatus::NO_CONTENT
+}
+
+/// Standard Webhooks verification, written here from the specification (not with the
+/// service's code): `v1,` + base64(HMAC-SHA256(base64-decoded secret after `whsec_`,
+/// "id.timestamp.body")), the timestamp within five minutes.
+fn verify(secret: &str, id: &str, timestamp: &str, body: &str, signature: &str) -> bool {
+    let Some(key) = secret.strip_prefix("whsec_").and_then(base64_decode) else {
+        return false;
+    };
+    let Ok(sent_at) = timestamp.parse::<i64>() else {
+        return false;
+    };
+    if (chrono::Utc::now().timestamp() - sent_at).abs() > 300 {
+        return false;
+    }
+    let expected = format!(
+        "v1,{}",
+        base64_encode(&hmac_sha256(
+            &key,
+            format!("{id}.{timestamp}.{body}").as_bytes()
+        ))
+    );
+    // Several signatures may be sent, separated by spaces.
+    signature.split(' ').any(|s| s == expected)
+}
+
+fn hmac_sha256(key: &[u8], message: &[u8]) -> Vec<u8> {
+    let mut block = [0u8; 64];
+    if key.len() > 64 {
+        block[..32].copy_from_slice(&Sha256::digest(key));
+    } else {
+        block[..key.len()].copy_from_slice(key);
+    }
+    let pad = |byte: u8| block.iter().map(|k| k ^ byte).collect::<Vec<u8>>();
+    let inner = Sha256::new()
+        .chain_update(pad(0x36))
+        .chain_update(message)
+        .finalize();
+    Sha256::new()
+        .chain_update(pad(0x5c))
+        .chain_update(inner)
+        .finalize()
+        .to_vec()
+}
+
+const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+fn base64_encode(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let mut bits = 0u32;
+    let mut count = 0;
+    let mut out = Vec::new();
+    for c in text.bytes().filter(|c| *c != b'=') {
+        let value = ALPHABET.iter().position(|a| *a == c)? as u32;
+        bits = (bits << 6) | value;
+        count += 6;
+        if count >= 8 {
+            count -= 8;
+            out.push((bits >> count) as u8);
+            bits &= (1 << count) - 1;
+        }
+    }
+    Some(out)
+}
+
+#[test]
+fn the_test_verifier_accepts_the_specifications_example() {
+    // The Standard Webhooks reference vector.
+    let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    let key = base64_decode(&secret[6..]).unwrap();
+    let signed = hmac_sha256(
+        &key,
+        b"msg_p5jXN8AQM9LWM0D4loKWxJek.1614265330.{\"test\": 2432232314}",
+    );
+    assert_eq!(
+        base64_encode(&signed),
+        "g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+    );
+}
+
+async fn register(server: &TestServer, key: &str, url: &str, events: Value) -> reqwest::Response {
+    server
+        .post_json(
+            key,
+            "/api/v1/webhooks",
+            &json!({"url": url, "events": events}),
+        )
+        .await
+}
+
+fn allowing_private(c: &mut quire::Config) {
+    c.webhooks.allow_private_targets = true;
+}
+
+#[tokio::test]
+async fn registration_is_for_admins_and_validates_url_and_events() {
+    let server = TestServer::start_with(allowing_private).await;
+    let admin = server.key(Permission::Admin).await;
+    let writer = server.key(Permission::ReadWrite).await;
+    let url = "http://127.0.0.1:9/hook";
+    assert_error(
+        register(&server, &writer, url, json!(["document.ready"])).await,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    )
+    .await;
+    assert_error(
+        server.get(&writer, "/api/v1/webhooks").await,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    )
+    .await;
+    for (bad_url, events) in [
+        ("ftp://example.com/x", json!(["document.ready"])),
+        ("not a url", json!(["document.ready"])),
+        ("/relative", json!(["document.ready"])),
+        (url, json!([])),
+        (url, json!(["document.created"])),
+    ] {
+        let response = register(&server, &admin, bad_url, events.clone()).await;
+        let error = assert_error(response, StatusCode::BAD_REQUEST, "bad_request").await;
+        assert!(
+            !error["message"].as_str().unwrap().is_empty(),
+            "{bad_url} {events}"
+        );
+    }
+    let created = register(
+        &server,
+        &admin,
+        url,
+        json!(["document.ready", "document.failed", "document.ready"]),
+    )
+    .await;
+    assert_eq!(created.status(), StatusCode::CREATED);
+    let location = created.headers()["location"].to_str().unwrap().to_owned();
+    let created = body(created).await;
+    let id = created["id"].as_str().unwrap().to_owned();
+    assert_eq!(location, format!("/api/v1/webhooks/{id}"));
+    assert_eq!(created["url"], url);
+    assert_eq!(
+        created["events"],
+        json!(["document.ready", "document.failed"])
+    );
+    assert!(created["secret"].as_str().unwrap().starts_with("whsec_"));
+    assert!(created["createdAt"].as_str().unwrap().ends_with('Z'));
+
+    let listed = body(server.get(&admin, "/api/v1/webhooks").await).await;
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    assert!(listed[0].get("secret").is_none(), "{listed}");
+    let one = body(server.get(&admin, &location).await).await;
+    assert!(one.get("secret").is_none(), "{one}");
+
+    let deleted = server.delete(&admin, &location).await;
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    assert_error(
+        server.delete(&admin, &location).await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn internal_targets_are_refused_unless_allowed() {
+    let server = TestServer::start().await;
+    let admin = server.key(Permission::Admin).await;
+    for url in [
+        "http://127.0.0.1:8080/hook",
+        "http://10.1.2.3/hook",
+        "http://169.254.169.254/latest/meta-data",
+        "http://[::1]:8080/hook",
+        "http://localhost:8080/hook",
+        "http://192.168.0.10/hook",
+    ] {
+        let error = assert_error(
+            register(&server, &admin, url, json!(["document.ready"])).await,
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+        )
+        .await;
+        assert!(
+            error["message"]
+                .as_str()
+                .unwrap()
+                .contains("allow_private_targets"),
+            "{url}: {error}"
+        );
+    }
+    let allowed = TestServer::start_with(allowing_private).await;
+    let admin = allowed.key(Permission::Admin).await;
+    let response = register(
+        &allowed,
+        &admin,
+        "http://localhost:8080/hook",
+        json!(["document.ready"]),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+}
+
+async fn wait_for(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !done() {
+        assert!(started.elapsed() < timeout, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+#[tokio::test]
+async fn ready_and_failed_documents_are_announced_with_exact_signed_payloads() {
+    let (receiver, url) = Receiver::start(Duration::ZERO).await;
+    let server = TestServer::start_with(allowing_private).await;
+    let admin = server.key(Permission::Admin).await;
+    let created = body(
+        register(
+            &server,
+            &admin,
+            &url,
+            json!(["document.ready", "document.failed"]),
+        )
+        .await,
+    )
+    .await;
+    *receiver.secret.lock().unwrap() = created["secret"].as_str().unwrap().to_owned();
+    let source = server.create_source(&admin, "Manuals").await;
+    let ready = server
+        .upload_ok(
+            &admin,
+            &source,
+            "pump.md",
+            b"# Pump\nPrime the pump before starting it.",
+        )
+        .await;
+    server
+        .wait_for_status(&admin, &source, &ready, "ready")
+        .await;
+    let failed = server
+        .upload_ok(&admin, &source, "broken.pdf", b"%PDF-1.7 truncated")
+        .await;
+    server
+        .wait_for_status(&admin, &source, &failed, "failed")
+        .await;
+    wait_for("two deliveries", Duration::from_secs(10), || {
+        receiver.received().len() == 2
+    })
+    .await;
+    assert_eq!(*receiver.bad_signatures.lock().unwrap(), 0);
+
+    let received = receiver.received();
+    let by_event = |name: &str| {
+        received
+            .iter()
+            .find(|(_, b)| b["event"] == name)
+            .unwrap()
+            .1
+            .clone()
+    };
+    let ready_event = by_event("document.ready");
+    let doc = body(
+        server
+            .get(
+                &admin,
+                &format!("/api/v1/sources/{source}/documents/{ready}"),
+            )
+            .await,
+    )
+    .await;
+    assert_eq!(
+        ready_event["data"],
+        json!({
+            "documentId": ready,
+            "documentName": "pump.md",
+            "dataSourceId": source,
+            "dataSourceName": "Manuals",
+            "chunkCount": doc["chunkCount"],
+        })
+    );
+    assert_eq!(ready_event.as_object().unwrap().len(), 3, "{ready_event}");
+    assert!(ready_event["timestamp"].as_str().unwrap().ends_with('Z'));
+    let failed_event = by_event("document.failed");
+    let failed_doc = body(
+        server
+            .get(
+                &admin,
+                &format!("/api/v1/sources/{source}/documents/{failed}"),
+            )
+            .await,
+    )
+    .await;
+    assert_eq!(
+        failed_event["data"],
+        json!({
+            "documentId": failed,
+            "documentName": "broken.pdf",
+            "dataSourceId": source,
+            "dataSourceName": "Manuals",
+            "error": failed_doc["error"],
+        })
+    );
+    // Distinct delivery ids.
+    assert_ne!(received[0].0, received[1].0);
+
+    // The delivery log shows both, as successes.
+    let id = created["id"].as_str().unwrap();
+    let log = body(
+        server
+            .get(&admin, &format!("/api/v1/webhooks/{id}/deliveries"))
+            .await,
+    )
+    .await;
+    let log = log.as_array().unwrap();
+    assert_eq!(log.len(), 2, "{log:?}");
+    assert!(
+        log.iter()
+            .all(|a| a["statusCode"] == 204 && a["success"] == true),
+        "{log:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_receiver_too_slow_to_answer_is_logged_as_failed_and_holds_nothing_up() {
+    let (slow, slow_url) = Receiver::start(Duration::from_secs(30)).await;
+    let (fast, fast_url) = Receiver::start(Duration::ZERO).await;
+    let server = TestServer::start_with(|c| {
+        allowing_private(c);
+        c.webhooks.timeout_seconds = 1;
+    })
+    .await;
+    let admin = server.key(Permission::Admin).await;
+    let slow_hook =
+        body(register(&server, &admin, &slow_url, json!(["document.ready"])).await).await;
+    *slow.secret.lock().unwrap() = slow_hook["secret"].as_str().unwrap().to_owned();
+    let fast_hook =
+        body(register(&server, &admin, &fast_url, json!(["document.ready"])).await).await;
+    *fast.secret.lock().unwrap() = fast_hook["secret"].as_str().unwrap().to_owned();
+    let source = server.create_source(&admin, "S").await;
+    let started = Instant::now();
+    for i in 0..3 {
+        let id = server
+            .upload_ok(
+                &admin,
+                &source,
+                &format!("{i}.md"),
+                format!("# Doc {i}\ntext {i}").as_bytes(),
+            )
+            .await;
+        server.wait_for_status(&admin, &source, &id, "ready").await;
+    }
+    // Processing did not wait for the slow receiver, and the fast one got all three at once.
+    wait_for("the fast receiver", Duration::from_secs(5), || {
+        fast.received().len() == 3
+    })
+    .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
+    let id = slow_hook["id"].as_str().unwrap();
+    let path = format!("/api/v1/webhooks/{id}/deliveries");
+    let started = Instant::now();
+    let log = loop {
+        let log = body(server.get(&admin, &path).await).await;
+        if log.as_array().unwrap().len() == 3 {
+            break log;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "three failed attempts: {log}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    for attempt in log.as_array().unwrap() {
+        assert_eq!(attempt["success"], false, "{attempt}");
+        assert!(
+            attempt["error"].as_str().unwrap().contains("timed out"),
+            "{attempt}"
+        );
+        assert!(attempt["latencyMs"].as_u64().unwrap() >= 900, "{attempt}");
+    }
+}
+
+#[tokio::test]
+async fn an_event_written_before_a_restart_is_delivered_once_after_it() {
+    let (receiver, url) = Receiver::start(Duration::ZERO).await;
+    let server = TestServer::start_with(allowing_private).await;
+    let admin = server.key(Permission::Admin).await;
+    let hook = body(register(&server, &admin, &url, json!(["document.pii_detected"])).await).await;
+    *receiver.secret.lock().unwrap() = hook["secret"].as_str().unwrap().to_owned();
+    let source = server.create_source(&admin, "S").await;
+    let doc = server
+        .upload_ok(&admin, &source, "cv.md", b"# CV\nJane Doe")
+        .await;
+    server.wait_for_status(&admin, &source, &doc, "ready").await;
+    let (data_dir, clock) = server.stop().await;
+
+    // While the service is down, a status change writes its event to the outbox.
+    let store = quire::open_store(data_dir.path()).await.unwrap();
+    let written = quire_store::Store::enqueue_event(
+        &store,
+        doc.parse().unwrap(),
+        quire_core::WebhookEvent::DocumentPiiDetected,
+        json!({"piiTypes": ["person_name"]}),
+        chrono::Utc::now(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(written, 1);
+    drop(store);
+
+    let server = TestServer::start_in(data_dir, clock, allowing_private).await;
+    wait_for("the delivery", Duration::from_secs(10), || {
+        receiver.received().len() == 1
+    })
+    .await;
+    let (_, event) = &receiver.received()[0];
+    assert_eq!(event["event"], "document.pii_detected");
+    assert_eq!(event["data"]["piiTypes"], json!(["person_name"]));
+    assert_eq!(event["data"]["documentName"], "cv.md");
+
+    // Another restart does not send it again.
+    let (data_dir, clock) = server.stop().await;
+    let _server = TestServer::start_in(data_dir, clock, allowing_private).await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(receiver.received().len(), 1);
+}
