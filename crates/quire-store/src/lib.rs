@@ -1,6 +1,7 @@
 //! Quire's storage. The [`Store`] trait is everything the service keeps outside its indexes:
 //! sources, documents, chunks, API keys, background jobs, rate-limit windows, generated
-//! conversations and webhooks with their event outbox and delivery log. The embedded
+//! conversations, webhooks with their event outbox and delivery log, and the admin interface's
+//! password, sessions and audit log. The embedded
 //! default is SQLite ([`SqliteStore`]); other backends implement the same trait and pass the
 //! same conformance tests.
 //!
@@ -14,17 +15,18 @@ mod types;
 pub use error::StoreError;
 pub use sqlite::SqliteStore;
 pub use types::{
-    ClaimedJob, ConversationRecord, Created, DeliveryAttempt, DocumentHit, FinishOutcome,
-    HeldDocument, MessageRecord, NewDeliveryAttempt, NewMessage, NewWebhook, PendingDelivery,
-    ProcessedDocument, RateBucket, RateWindow, ReviewDecision, ReviewRecord, StoredChunk,
-    WebhookRecord,
+    AdminSession, AuditEntry, ClaimedJob, ConversationRecord, Created, DeliveryAttempt,
+    DocumentHit, FinishOutcome, HeldDocument, MessageRecord, NewDeliveryAttempt, NewMessage,
+    NewWebhook, PendingDelivery, ProcessedDocument, RateBucket, RateWindow, ReviewDecision,
+    ReviewRecord, StoredChunk, WebhookRecord,
 };
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use quire_core::{
-    ApiKeyRecord, ChunkDraft, ConversationId, DocumentId, DocumentRecord, KeyId, NewApiKey,
-    NewDocument, NewSource, SourceId, SourceRecord, SourceScope, WebhookEvent, WebhookId,
+    ApiKeyRecord, ChunkDraft, ConversationId, DocumentId, DocumentRecord, DocumentStatus, KeyId,
+    NewApiKey, NewDocument, NewSource, SourceId, SourceRecord, SourceScope, WebhookEvent,
+    WebhookId,
 };
 
 /// Result of a store call.
@@ -251,4 +253,33 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<bool>;
     /// The decision a document was sent back to processing with, if any.
     async fn review_decision(&self, id: DocumentId) -> StoreResult<Option<ReviewDecision>>;
+
+    // --- admin web interface ---
+
+    /// The Argon2id hash (PHC string) of the admin password, if one was set.
+    async fn admin_password_hash(&self) -> StoreResult<Option<String>>;
+    /// Sets (or replaces) the admin password's hash and ends every admin session.
+    async fn set_admin_password_hash(&self, hash: &str, now: DateTime<Utc>) -> StoreResult<()>;
+    /// Stores a new admin session under the SHA-256 of its token.
+    async fn create_admin_session(
+        &self,
+        token_hash: &str,
+        csrf: &str,
+        expires_at: DateTime<Utc>,
+    ) -> StoreResult<()>;
+    /// The session whose token hashes to `token_hash`, expired or not (callers compare
+    /// `expires_at` with their clock).
+    async fn admin_session(&self, token_hash: &str) -> StoreResult<Option<AdminSession>>;
+    /// Ends a session; false when there was none.
+    async fn delete_admin_session(&self, token_hash: &str) -> StoreResult<bool>;
+    /// Forgets sessions that expired at or before `now`; returns how many.
+    async fn prune_admin_sessions(&self, now: DateTime<Utc>) -> StoreResult<u64>;
+    /// Appends an entry to the audit log.
+    async fn record_audit(&self, entry: AuditEntry) -> StoreResult<()>;
+    /// Up to `limit` audit entries, newest first (ties: the last recorded first).
+    async fn audit_log(&self, limit: u32) -> StoreResult<Vec<AuditEntry>>;
+    /// Number of documents in each status that has any (all sources).
+    async fn document_status_counts(&self) -> StoreResult<Vec<(DocumentStatus, u64)>>;
+    /// Up to `limit` failed documents of every source, the most recently failed first.
+    async fn recent_failures(&self, limit: u32) -> StoreResult<Vec<DocumentRecord>>;
 }

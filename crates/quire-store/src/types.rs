@@ -339,3 +339,23 @@ pub struct ReviewRecord {
     /// When it was made.
     pub decided_at: Option<DateTime<Utc>>,
 }
+
+/// A signed-in administrator's session, found by the hash of its cookie's token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminSession {
+    /// The token every form of this session must send back.
+    pub csrf: String,
+    /// When the session ends.
+    pub expires_at: DateTime<Utc>,
+}
+
+/// One line of the audit log: who did what is implied (the administrator); what and when.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditEntry {
+    /// When it happened.
+    pub at: DateTime<Utc>,
+    /// A short stable name, such as `key.created` or `admin.signed_in`.
+    pub action: String,
+    /// Human-readable specifics (never a secret).
+    pub detail: String,
+}

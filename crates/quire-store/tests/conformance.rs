@@ -12,7 +12,9 @@ use quire_store::{
     Store, StoreError,
 };
 
-// In a folder of its own so cargo does not take it for another test binary.
+// In a folder of their own so cargo does not take them for other test binaries.
+#[path = "conformance/admin.rs"]
+mod admin;
 #[path = "conformance/webhooks.rs"]
 mod webhooks;
 
@@ -909,4 +911,22 @@ async fn sqlite_deleting_a_webhook_drops_its_events_and_log() {
 async fn sqlite_pii_events_carry_the_given_fields() {
     let (_dir, store) = sqlite().await;
     webhooks::pii_events_carry_the_given_fields(&store).await;
+}
+
+#[tokio::test]
+async fn sqlite_admin_password_and_sessions() {
+    let (_dir, store) = sqlite().await;
+    admin::password_and_sessions(&store).await;
+}
+
+#[tokio::test]
+async fn sqlite_admin_audit_log_is_newest_first() {
+    let (_dir, store) = sqlite().await;
+    admin::audit_log_is_newest_first(&store).await;
+}
+
+#[tokio::test]
+async fn sqlite_admin_dashboard_counts() {
+    let (_dir, store) = sqlite().await;
+    admin::dashboard_counts(&store).await;
 }

@@ -139,9 +139,10 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
 }
 
 impl App {
-    /// The HTTP application.
+    /// The HTTP application: the Agent API (whose fallback answers every unknown path outside
+    /// `/admin` in the JSON error envelope) and the admin web interface under `/admin`.
     pub fn router(&self) -> Router {
-        quire_http::router(self.state.clone())
+        quire_http::router(self.state.clone()).merge(quire_admin::router(self.state.clone()))
     }
 
     /// Shared state (for in-process tools such as `quire bench`).
@@ -223,10 +224,14 @@ impl App {
                 tracing::debug!(error = %e, "could not set TCP_NODELAY");
             }
         });
-        let served = axum::serve(listener, router)
-            .with_graceful_shutdown(shutdown)
-            .await
-            .context("HTTP server failed");
+        // The peer address feeds the admin sign-in throttle.
+        let served = axum::serve(
+            listener,
+            router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+        )
+        .with_graceful_shutdown(shutdown)
+        .await
+        .context("HTTP server failed");
         housekeeping.abort();
         dispatcher.abort();
         if let Some(backfill) = backfill {
@@ -358,6 +363,9 @@ async fn housekeeping(store: Arc<dyn Store>, clock: Arc<dyn Clock>) {
         let cutoff = clock.now() - chrono::Duration::hours(1);
         if let Err(e) = store.prune_rate_windows(cutoff).await {
             tracing::warn!(error = %e, "could not prune rate-limit windows");
+        }
+        if let Err(e) = store.prune_admin_sessions(clock.now()).await {
+            tracing::warn!(error = %e, "could not prune expired admin sessions");
         }
     }
 }

@@ -13,8 +13,8 @@ use tracing_subscriber::EnvFilter;
 
 use crate::config::{Config, Overrides};
 use crate::{
-    bench, bench_embed, bench_generate, bench_vectors, eval, eval_pii, eval_retrieval, keys,
-    review_cli, webhooks_cli,
+    admin_cli, bench, bench_embed, bench_generate, bench_vectors, eval, eval_pii, eval_retrieval,
+    keys, review_cli, webhooks_cli,
 };
 
 /// Quire: a self-hosted document knowledge base for AI agents.
@@ -43,6 +43,11 @@ enum Command {
     Keys {
         #[command(subcommand)]
         command: KeysCommand,
+    },
+    /// The admin web interface (works while the server runs).
+    Admin {
+        #[command(subcommand)]
+        command: AdminCommand,
     },
     /// The personal-data review queue (works while the server runs).
     Review {
@@ -113,6 +118,13 @@ enum KeysCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum AdminCommand {
+    /// Set the admin password, read as one line from standard input (at least 10
+    /// characters); signs every admin session out.
+    SetPassword,
 }
 
 #[derive(Debug, Subcommand)]
@@ -286,6 +298,16 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("{}", out?);
             Ok(())
         }
+        Command::Admin {
+            command: AdminCommand::SetPassword,
+        } => {
+            init_logging(&config, "warn");
+            let store = crate::open_store(&config.data_dir).await?;
+            let out = admin_cli::set_password(&store, std::io::stdin().lock()).await;
+            store.close().await;
+            println!("{}", out?);
+            Ok(())
+        }
         Command::Review { command } => {
             init_logging(&config, "warn");
             let store = crate::open_store(&config.data_dir).await?;
@@ -382,6 +404,7 @@ fn parse_worker() -> ExitCode {
 async fn serve(config: Config) -> anyhow::Result<()> {
     tracing::info!(?config, "starting quire {}", env!("CARGO_PKG_VERSION"));
     let app = crate::build(&config, Arc::new(SystemClock)).await?;
+    admin_cli::password_from_env(app.state().store.as_ref(), &SystemClock).await?;
     let listener = tokio::net::TcpListener::bind(&config.bind)
         .await
         .with_context(|| format!("could not listen on {}", config.bind))?;

@@ -1,6 +1,7 @@
 //! The `quire` binary's library: configuration, wiring ([`build`] and [`App::serve`], shared by
 //! `main` and the integration tests) and the command-line interface.
 
+pub mod admin_cli;
 pub mod app;
 pub mod bench;
 pub mod bench_embed;

@@ -5,6 +5,8 @@ mod citations;
 pub mod queue;
 pub(crate) mod stream;
 
+pub use stream::{CollectedAnswer, answer_collected};
+
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -187,6 +187,78 @@ async fn answer(state: &AppState, mut ticket: Ticket, question: Question, out: &
     }
 }
 
+/// A whole answer, collected rather than streamed (the admin interface's playground).
+#[derive(Debug, Clone)]
+pub struct CollectedAnswer {
+    /// The answer text with its markers.
+    pub text: String,
+    /// The passages its markers name.
+    pub citations: Vec<CitationJson>,
+    /// What answered (`extractive`, or the model and server).
+    pub generator: String,
+}
+
+/// Answers `question` over `scope` as a generate call would (queue, hybrid retrieval,
+/// numbered passages, the configured generator, markers to citations), without a
+/// conversation and without storing anything. Waits in the queue like everyone else.
+pub async fn answer_collected(
+    state: &AppState,
+    scope: &SourceScope,
+    question: &str,
+) -> Result<CollectedAnswer, String> {
+    let generation = &state.generation;
+    let mut ticket = generation.queue.join().map_err(|full| {
+        format!(
+            "{} questions are already waiting for the model",
+            full.max_waiting
+        )
+    })?;
+    while ticket.place() != Place::Running {
+        ticket.changed().await;
+    }
+    let passages =
+        crate::search::search(state, scope, question, generation.settings.passages, None)
+            .await
+            .map_err(|e| e.to_string())?
+            .results;
+    let generator = generation.generator.name();
+    if passages.is_empty() {
+        return Ok(CollectedAnswer {
+            text: NOTHING_FOUND.to_owned(),
+            citations: Vec::new(),
+            generator,
+        });
+    }
+    let grounding = Grounding {
+        question: question.to_owned(),
+        history: Vec::new(),
+        passages: passages
+            .iter()
+            .enumerate()
+            .map(|(i, p)| passage(i + 1, p))
+            .collect(),
+    };
+    let mut pieces = generation
+        .generator
+        .answer(&grounding)
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut text = String::new();
+    while let Some(piece) = pieces.next().await {
+        text.push_str(&piece.map_err(|e| e.to_string())?);
+    }
+    drop(ticket);
+    let citations = cited_markers(&text, passages.len())
+        .into_iter()
+        .map(|n| CitationJson::of(n, &passages[n - 1]))
+        .collect();
+    Ok(CollectedAnswer {
+        text,
+        citations,
+        generator,
+    })
+}
+
 /// The conversation's earlier exchanges, oldest first, within the history budget.
 async fn history(state: &AppState, question: &Question) -> Result<Vec<Turn>, String> {
     let Some(id) = question.conversation else {

@@ -38,7 +38,7 @@ struct DocumentPath {
     doc_id: quire_core::DocumentId,
 }
 
-/// Builds the whole HTTP application.
+/// Builds the Agent API (the binary merges the admin interface, `quire-admin`, into it).
 pub fn router(state: AppState) -> Router {
     let limited =
         |bucket: RateBucket| from_fn_with_state((state.clone(), bucket), rate_limit::enforce);

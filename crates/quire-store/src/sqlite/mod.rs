@@ -1,6 +1,7 @@
 //! The SQLite store: the embedded default. One database file in the data directory, in WAL
 //! mode so the CLI can create keys while the server runs.
 
+mod admin;
 mod chunks;
 mod codec;
 mod conversations;
@@ -20,17 +21,18 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use quire_core::{
-    ApiKeyRecord, ChunkDraft, ConversationId, DocumentId, DocumentRecord, KeyId, NewApiKey,
-    NewDocument, NewSource, SourceId, SourceRecord, SourceScope, WebhookEvent, WebhookId,
+    ApiKeyRecord, ChunkDraft, ConversationId, DocumentId, DocumentRecord, DocumentStatus, KeyId,
+    NewApiKey, NewDocument, NewSource, SourceId, SourceRecord, SourceScope, WebhookEvent,
+    WebhookId,
 };
 use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 use crate::{
-    ClaimedJob, ConversationRecord, Created, DeliveryAttempt, DocumentHit, FinishOutcome,
-    HeldDocument, MessageRecord, NewDeliveryAttempt, NewMessage, NewWebhook, PendingDelivery,
-    ProcessedDocument, RateWindow, ReviewDecision, ReviewRecord, Store, StoreError, StoreResult,
-    StoredChunk, WebhookRecord,
+    AdminSession, AuditEntry, ClaimedJob, ConversationRecord, Created, DeliveryAttempt,
+    DocumentHit, FinishOutcome, HeldDocument, MessageRecord, NewDeliveryAttempt, NewMessage,
+    NewWebhook, PendingDelivery, ProcessedDocument, RateWindow, ReviewDecision, ReviewRecord,
+    Store, StoreError, StoreResult, StoredChunk, WebhookRecord,
 };
 
 /// A [`Store`] in one SQLite database file.
@@ -310,5 +312,50 @@ impl Store for SqliteStore {
 
     async fn review_decision(&self, id: DocumentId) -> StoreResult<Option<ReviewDecision>> {
         reviews::decision(&self.pool, id).await
+    }
+
+    async fn admin_password_hash(&self) -> StoreResult<Option<String>> {
+        admin::password_hash(&self.pool).await
+    }
+
+    async fn set_admin_password_hash(&self, hash: &str, now: DateTime<Utc>) -> StoreResult<()> {
+        admin::set_password_hash(&self.pool, hash, now).await
+    }
+
+    async fn create_admin_session(
+        &self,
+        token_hash: &str,
+        csrf: &str,
+        expires_at: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        admin::create_session(&self.pool, token_hash, csrf, expires_at).await
+    }
+
+    async fn admin_session(&self, token_hash: &str) -> StoreResult<Option<AdminSession>> {
+        admin::session(&self.pool, token_hash).await
+    }
+
+    async fn delete_admin_session(&self, token_hash: &str) -> StoreResult<bool> {
+        admin::delete_session(&self.pool, token_hash).await
+    }
+
+    async fn prune_admin_sessions(&self, now: DateTime<Utc>) -> StoreResult<u64> {
+        admin::prune_sessions(&self.pool, now).await
+    }
+
+    async fn record_audit(&self, entry: AuditEntry) -> StoreResult<()> {
+        admin::record_audit(&self.pool, &entry).await
+    }
+
+    async fn audit_log(&self, limit: u32) -> StoreResult<Vec<AuditEntry>> {
+        admin::audit_log(&self.pool, limit).await
+    }
+
+    async fn document_status_counts(&self) -> StoreResult<Vec<(DocumentStatus, u64)>> {
+        admin::document_counts(&self.pool).await
+    }
+
+    async fn recent_failures(&self, limit: u32) -> StoreResult<Vec<DocumentRecord>> {
+        admin::recent_failures(&self.pool, limit).await
     }
 }

@@ -1,6 +1,9 @@
 //! Integration tests: the real server over real HTTP.
 
+mod admin;
+mod admin_browser;
 mod auth;
+mod browser;
 mod cli;
 mod documents;
 mod errors;

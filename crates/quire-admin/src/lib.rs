@@ -1,0 +1,124 @@
+//! Quire's admin web interface under `/admin`: one password (Argon2id), cookie sessions with
+//! per-session CSRF tokens, a sign-in throttle, and server-rendered pages (dashboard, API keys,
+//! sources and documents, review queue, webhooks, search playground, audit log) that work without JavaScript.
+//!
+//! Decisions (see also `docs/admin.md`):
+//! - A session lasts 12 hours from sign-in, whatever the activity (absolute expiry; no write
+//!   per request). Changing the password ends every session.
+//! - The session cookie `quire_admin` is `HttpOnly; SameSite=Strict; Path=/admin`, plus
+//!   `Secure` when the request came over TLS or with `X-Forwarded-Proto: https`. Only the
+//!   SHA-256 of its 32 random bytes is stored.
+//! - CSRF: every form of a session carries the session's token in `csrf`; the sign-in form,
+//!   before any session exists, uses a double-submit token: a random `quire_admin_login`
+//!   cookie (SameSite=Strict) that the form must repeat.
+//! - Sign-in throttle: 5 failed attempts within 15 minutes from one client address answer 429
+//!   until the oldest of them is 15 minutes old (behind a reverse proxy every client shares
+//!   the proxy's address, so the limit becomes global); 100 failures from all addresses
+//!   together lock sign-in the same way.
+
+mod error;
+mod html;
+mod pages;
+pub mod password;
+mod session;
+mod throttle;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderValue, Response, header};
+use axum::middleware::map_response;
+use axum::response::Redirect;
+use axum::routing::{any, get, post};
+use quire_http::AppState;
+
+pub use error::AdminError;
+pub use password::{MIN_PASSWORD_CHARS, PasswordError};
+pub use throttle::SignInThrottle;
+
+/// What the admin handlers share: the API's state and the sign-in throttle.
+#[derive(Clone)]
+pub(crate) struct AdminState {
+    pub(crate) app: AppState,
+    pub(crate) throttle: Arc<SignInThrottle>,
+}
+
+/// The `/admin` routes, to be merged with the API's router (they add no fallback of their own
+/// outside `/admin`).
+pub fn router(state: AppState) -> Router {
+    let state = AdminState {
+        app: state,
+        throttle: Arc::new(SignInThrottle::default()),
+    };
+    Router::new()
+        .route("/admin", get(pages::dashboard::show))
+        .route("/admin/", get(async || Redirect::to("/admin")))
+        .route(
+            "/admin/login",
+            get(pages::login::form).post(pages::login::submit),
+        )
+        .route("/admin/logout", post(pages::login::logout))
+        .route(
+            "/admin/keys",
+            get(pages::keys::list).post(pages::keys::create),
+        )
+        .route(
+            "/admin/keys/{id}/revoke",
+            get(pages::keys::confirm_revoke).post(pages::keys::revoke),
+        )
+        .route(
+            "/admin/sources",
+            get(pages::sources::list).post(pages::sources::create),
+        )
+        .route("/admin/sources/{id}", get(pages::sources::show))
+        .route(
+            "/admin/sources/{id}/statuses",
+            get(pages::sources::statuses),
+        )
+        .route(
+            "/admin/sources/{id}/upload",
+            post(pages::sources::upload).layer(DefaultBodyLimit::disable()),
+        )
+        .route("/admin/documents/{id}", get(pages::sources::document))
+        .route("/admin/documents/{id}/delete", post(pages::sources::delete))
+        .route("/admin/review", get(pages::review::list))
+        .route(
+            "/admin/review/{id}",
+            get(pages::review::show).post(pages::review::decide),
+        )
+        .route(
+            "/admin/webhooks",
+            get(pages::webhooks::list).post(pages::webhooks::create),
+        )
+        .route("/admin/webhooks/{id}", get(pages::webhooks::show))
+        .route("/admin/webhooks/{id}/delete", post(pages::webhooks::delete))
+        .route(
+            "/admin/playground",
+            get(pages::playground::show).post(pages::playground::search),
+        )
+        .route("/admin/audit", get(pages::audit::show))
+        .route("/admin/{*rest}", any(pages::other::not_found))
+        .layer(map_response(security_headers))
+        .with_state(state)
+}
+
+/// Pages hold secrets (a new key is shown once) and must never be framed or cached.
+async fn security_headers(mut response: Response<Body>) -> Response<Body> {
+    let headers = response.headers_mut();
+    let set = |headers: &mut axum::http::HeaderMap, name, value| {
+        headers.insert(name, HeaderValue::from_static(value));
+    };
+    set(headers, header::CACHE_CONTROL, "no-store");
+    set(headers, header::X_FRAME_OPTIONS, "DENY");
+    set(headers, header::X_CONTENT_TYPE_OPTIONS, "nosniff");
+    set(headers, header::REFERRER_POLICY, "no-referrer");
+    set(
+        headers,
+        header::CONTENT_SECURITY_POLICY,
+        "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; \
+         connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    );
+    response
+}

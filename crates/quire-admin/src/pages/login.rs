@@ -1,0 +1,159 @@
+//! Signing in and out.
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use quire_core::Secret;
+
+use super::audit;
+use crate::html::{bare_page, esc, time};
+use crate::password;
+use crate::session::{
+    Client, Form, LOGIN_COOKIE, SESSION_COOKIE, Signed, constant_time_eq, cookie, csrf_refused,
+    hash_token, new_token, session_cookie, session_expiry, set_cookie,
+};
+use crate::{AdminError, AdminState};
+
+/// How long the sign-in form's token cookie lives, in seconds.
+const LOGIN_COOKIE_SECONDS: i64 = 3600;
+
+fn login_page(status: StatusCode, token: &str, message: Option<&str>) -> Response {
+    let message = message
+        .map(|m| format!(r#"<p class="error" role="alert">{}</p>"#, esc(m)))
+        .unwrap_or_default();
+    let body = format!(
+        r#"{message}<form method="post" action="/admin/login">
+<input type="hidden" name="csrf" value="{token}">
+<label for="password">Admin password</label>
+<input type="password" id="password" name="password" autocomplete="current-password" required autofocus>
+<button type="submit">Sign in</button>
+</form>"#,
+        token = esc(token),
+    );
+    bare_page(status, "Sign in", &body)
+}
+
+/// GET /admin/login: the form, with a fresh double-submit token.
+pub(crate) async fn form(
+    State(state): State<AdminState>,
+    client: Client,
+) -> Result<Response, AdminError> {
+    if state.app.store.admin_password_hash().await?.is_none() {
+        return Ok(bare_page(
+            StatusCode::OK,
+            "No password set",
+            "<p>The admin interface has no password yet. Set one with \
+             <code>quire admin set-password</code> (it reads the password from standard input), \
+             or start the server once with <code>QUIRE_ADMIN_PASSWORD</code> set.</p>",
+        ));
+    }
+    let token = new_token()?;
+    let mut response = login_page(StatusCode::OK, &token, None);
+    response.headers_mut().append(
+        header::SET_COOKIE,
+        set_cookie(LOGIN_COOKIE, &token, LOGIN_COOKIE_SECONDS, client.https),
+    );
+    Ok(response)
+}
+
+/// POST /admin/login: checks the form token, the throttle and the password.
+pub(crate) async fn submit(
+    State(state): State<AdminState>,
+    client: Client,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, AdminError> {
+    let form = Form::parse(&body);
+    let token = match (cookie(&headers, LOGIN_COOKIE), form.get("csrf")) {
+        (Some(cookie), Some(field)) if constant_time_eq(cookie, field) => cookie.to_owned(),
+        _ => return Ok(csrf_refused()),
+    };
+    let now = state.app.clock.now();
+    if let Some(until) = state.throttle.locked_until(client.ip, now) {
+        let wait = (until - now).num_seconds().max(1);
+        let mut response = bare_page(
+            StatusCode::TOO_MANY_REQUESTS,
+            "Too many attempts",
+            &format!(
+                "<p>Sign-in is paused after too many wrong passwords. Try again after {}.</p>",
+                esc(&time(until))
+            ),
+        );
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(wait));
+        return Ok(response);
+    }
+    let Some(stored) = state.app.store.admin_password_hash().await? else {
+        return Ok(login_page(
+            StatusCode::UNAUTHORIZED,
+            &token,
+            Some("No admin password is set; use `quire admin set-password`."),
+        ));
+    };
+    let password = Secret::new(form.get("password").unwrap_or_default().to_owned());
+    if !password::verify_blocking(password, stored).await? {
+        state.throttle.record_failure(client.ip, now);
+        let from = client
+            .ip
+            .map(|ip| ip.to_string())
+            .unwrap_or_else(|| "unknown address".into());
+        audit(
+            &state,
+            "admin.sign_in_failed",
+            format!("wrong password from {from}"),
+        )
+        .await?;
+        return Ok(login_page(
+            StatusCode::UNAUTHORIZED,
+            &token,
+            Some("Wrong password."),
+        ));
+    }
+    state.throttle.record_success(client.ip);
+    let session = new_token()?;
+    let csrf = new_token()?;
+    let store = &state.app.store;
+    store.prune_admin_sessions(now).await?;
+    store
+        .create_admin_session(&hash_token(&session), &csrf, session_expiry(now))
+        .await?;
+    let from = client
+        .ip
+        .map(|ip| ip.to_string())
+        .unwrap_or_else(|| "unknown address".into());
+    audit(&state, "admin.signed_in", format!("from {from}")).await?;
+    let mut response = Redirect::to("/admin").into_response();
+    let headers = response.headers_mut();
+    headers.append(header::SET_COOKIE, session_cookie(&session, client.https));
+    headers.append(
+        header::SET_COOKIE,
+        set_cookie(LOGIN_COOKIE, "", 0, client.https),
+    );
+    Ok(response)
+}
+
+/// POST /admin/logout: ends the session.
+pub(crate) async fn logout(
+    State(state): State<AdminState>,
+    signed: Signed,
+    client: Client,
+    body: Bytes,
+) -> Result<Response, AdminError> {
+    if !signed.csrf_ok(&Form::parse(&body)) {
+        return Ok(csrf_refused());
+    }
+    state
+        .app
+        .store
+        .delete_admin_session(&signed.token_hash)
+        .await?;
+    audit(&state, "admin.signed_out", String::new()).await?;
+    let mut response = Redirect::to("/admin/login").into_response();
+    response.headers_mut().append(
+        header::SET_COOKIE,
+        set_cookie(SESSION_COOKIE, "", 0, client.https),
+    );
+    Ok(response)
+}

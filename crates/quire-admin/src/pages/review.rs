@@ -1,0 +1,246 @@
+//! The personal-data review queue: held documents, their findings with the found text marked,
+//! and the decision (approve, redact, or reject with a confirmation box).
+
+use std::fmt::Write as _;
+
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use quire_core::{DocumentId, SourceScope};
+use quire_store::{ReviewDecision, ReviewRecord};
+use serde_json::Value;
+
+use super::audit;
+use crate::html::{csrf_field, esc, page, time};
+use crate::session::{Form, Signed, csrf_refused};
+use crate::{AdminError, AdminState};
+
+const NAV: &str = "/admin/review";
+
+/// The flash message after a decision, chosen by a fixed code (never text from the URL).
+fn flash(done: Option<&str>) -> &'static str {
+    match done {
+        Some("approved") => "The document was approved and goes back to processing.",
+        Some("redacted") => "The document will be processed again with the personal data redacted.",
+        Some("rejected") => "The document was rejected and deleted.",
+        Some("gone") => "That document is no longer waiting for review.",
+        _ => "",
+    }
+}
+
+/// `?done=` after a decision.
+#[derive(Debug, serde::Deserialize)]
+pub(crate) struct Done {
+    done: Option<String>,
+}
+
+/// GET /admin/review.
+pub(crate) async fn list(
+    State(state): State<AdminState>,
+    signed: Signed,
+    Query(query): Query<Done>,
+) -> Result<Html<String>, AdminError> {
+    let waiting = state.app.store.pending_reviews().await?;
+    let list = if waiting.is_empty() {
+        r#"<p class="muted">No document is waiting for review.</p>"#.to_owned()
+    } else {
+        let mut rows = String::new();
+        for review in &waiting {
+            let _ = write!(
+                rows,
+                r#"<tr><td><a class="review-link" href="/admin/review/{id}">{name}</a></td><td>{types}</td><td>{held}</td></tr>"#,
+                id = review.document.id,
+                name = esc(&review.document.name),
+                types = esc(&review.pii_types.join(", ")),
+                held = time(review.held_at)
+            );
+        }
+        format!(
+            r#"<div class="table"><table>
+<thead><tr><th scope="col">Document</th><th scope="col">Personal data found</th><th scope="col">Held at</th></tr></thead>
+<tbody>{rows}</tbody></table></div>"#
+        )
+    };
+    let message = flash(query.done.as_deref());
+    let flash = if message.is_empty() {
+        String::new()
+    } else {
+        format!(r#"<p class="ok" role="status" id="flash">{message}</p>"#)
+    };
+    let body = format!(
+        r#"<h1>Review</h1>
+{flash}
+<p>Documents held because personal data was found in them. Open one to approve it as it is, redact the personal data, or reject (delete) it.</p>
+{list}"#
+    );
+    Ok(page(NAV, "Review", &signed.csrf, &body))
+}
+
+/// `context` with every occurrence of `found` wrapped in `<mark>`, all of it escaped.
+fn marked(context: &str, found: &str) -> String {
+    if found.is_empty() {
+        return esc(context);
+    }
+    let mut out = String::new();
+    let mut rest = context;
+    while let Some(at) = rest.find(found) {
+        out.push_str(&esc(&rest[..at]));
+        let _ = write!(out, "<mark>{}</mark>", esc(found));
+        rest = &rest[at + found.len()..];
+    }
+    out.push_str(&esc(rest));
+    out
+}
+
+fn findings_table(review: &ReviewRecord) -> String {
+    let findings: Value = serde_json::from_str(&review.findings).unwrap_or(Value::Null);
+    let Some(findings) = findings.as_array().filter(|f| !f.is_empty()) else {
+        return r#"<p class="muted">No finding was recorded.</p>"#.to_owned();
+    };
+    let mut rows = String::new();
+    for finding in findings {
+        let text = finding["text"].as_str().unwrap_or("");
+        let context = finding["context"].as_str().unwrap_or(text);
+        let page = finding["page"]
+            .as_u64()
+            .map_or_else(|| "—".to_owned(), |p| p.to_string());
+        let _ = write!(
+            rows,
+            r#"<tr class="finding"><td>{kind}</td><td>{page}</td><td>{context}</td></tr>"#,
+            kind = esc(finding["type"].as_str().unwrap_or("")),
+            context = marked(context, text),
+        );
+    }
+    format!(
+        r#"<div class="table"><table id="findings">
+<thead><tr><th scope="col">Type</th><th scope="col">Page</th><th scope="col">Context</th></tr></thead>
+<tbody>{rows}</tbody></table></div>"#
+    )
+}
+
+async fn waiting(state: &AdminState, id: &str) -> Result<Option<ReviewRecord>, AdminError> {
+    let Ok(id) = id.parse::<DocumentId>() else {
+        return Ok(None);
+    };
+    Ok(state
+        .app
+        .store
+        .get_review(id)
+        .await?
+        .filter(|r| r.decision.is_none()))
+}
+
+/// GET /admin/review/{docId}: the findings and the decision form.
+pub(crate) async fn show(
+    State(state): State<AdminState>,
+    signed: Signed,
+    Path(id): Path<String>,
+) -> Result<Response, AdminError> {
+    let Some(review) = waiting(&state, &id).await? else {
+        return Ok(Redirect::to("/admin/review?done=gone").into_response());
+    };
+    let body = format!(
+        r#"<h1>Review: {name}</h1>
+<p>Held {held} because of: {types}.</p>
+<h2>Findings</h2>
+{findings}
+<h2>Decision</h2>
+<form method="post" action="/admin/review/{id}" id="decide" class="card">
+{csrf}
+<p>Approve keeps the text as it is; redact replaces the personal data before the document becomes searchable; reject deletes the document and its file.</p>
+<div><input type="checkbox" id="confirm-reject" name="confirm_reject" value="yes"> <label for="confirm-reject">I want to reject and delete this document (needed for Reject)</label></div>
+<button type="submit" name="decision" value="approve">Approve</button>
+<button type="submit" name="decision" value="redact">Redact</button>
+<button type="submit" name="decision" value="reject" class="danger">Reject</button>
+</form>
+<p><a href="/admin/review">Back to the review queue</a></p>"#,
+        name = esc(&review.document.name),
+        held = time(review.held_at),
+        types = esc(&review.pii_types.join(", ")),
+        findings = findings_table(&review),
+        id = review.document.id,
+        csrf = csrf_field(&signed.csrf),
+    );
+    Ok(page(NAV, "Review", &signed.csrf, &body).into_response())
+}
+
+/// POST /admin/review/{docId}: applies the decision.
+pub(crate) async fn decide(
+    State(state): State<AdminState>,
+    signed: Signed,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, AdminError> {
+    let form = Form::parse(&body);
+    if !signed.csrf_ok(&form) {
+        return Ok(csrf_refused());
+    }
+    let Some(review) = waiting(&state, &id).await? else {
+        return Ok(Redirect::to("/admin/review?done=gone").into_response());
+    };
+    let doc = &review.document;
+    let describe = format!("{} ({})", doc.name, doc.id);
+    let decision = match form.get("decision") {
+        Some("approve") => ReviewDecision::Approve,
+        Some("redact") => ReviewDecision::Redact,
+        Some("reject") if form.get("confirm_reject") == Some("yes") => {
+            state
+                .app
+                .ingest
+                .delete(&SourceScope::All, doc.source_id, doc.id)
+                .await?;
+            audit(&state, "review.rejected", describe).await?;
+            return Ok(Redirect::to("/admin/review?done=rejected").into_response());
+        }
+        _ => {
+            let message = if form.get("decision") == Some("reject") {
+                "Tick the confirmation box to reject the document."
+            } else {
+                "Choose approve, redact or reject."
+            };
+            return Ok((
+                StatusCode::BAD_REQUEST,
+                page(
+                    NAV,
+                    "Not decided",
+                    &signed.csrf,
+                    &format!(
+                        r#"<h1>Not decided</h1><p class="error" role="alert">{message}</p><p><a href="/admin/review/{}">Back to the document</a></p>"#,
+                        doc.id
+                    ),
+                ),
+            )
+                .into_response());
+        }
+    };
+    if !state
+        .app
+        .store
+        .decide_review(doc.id, decision, state.app.clock.now())
+        .await?
+    {
+        return Ok(Redirect::to("/admin/review?done=gone").into_response());
+    }
+    state.app.ingest.notify_worker();
+    let (action, done) = match decision {
+        ReviewDecision::Approve => ("review.approved", "approved"),
+        ReviewDecision::Redact => ("review.redacted", "redacted"),
+    };
+    audit(&state, action, describe).await?;
+    Ok(Redirect::to(&format!("/admin/review?done={done}")).into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marks_every_occurrence_and_escapes_the_rest() {
+        assert_eq!(
+            marked("<b>a@x.org</b> or a@x.org", "a@x.org"),
+            "&lt;b&gt;<mark>a@x.org</mark>&lt;/b&gt; or <mark>a@x.org</mark>"
+        );
+        assert_eq!(marked("plain", ""), "plain");
+    }
+}

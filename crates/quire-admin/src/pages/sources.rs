@@ -1,0 +1,641 @@
+//! Sources and their documents: the list and create form, a source's documents with a
+//! multi-file upload form and live statuses, a document's extracted text, and deletion.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::multipart::Field;
+use axum::extract::{Multipart, Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use quire_core::{
+    DocumentId, DocumentRecord, DocumentStatus, NewSource, SourceDescription, SourceId, SourceName,
+    SourceRecord, SourceScope, SourceType,
+};
+use quire_ingest::{StageError, Upload, clean_file_name};
+use quire_store::Created;
+use serde_json::{Value, json};
+
+use super::audit;
+use crate::html::{csrf_field, esc, page, time};
+use crate::session::{Form, Signed, csrf_refused};
+use crate::{AdminError, AdminState};
+
+const NAV: &str = "/admin/sources";
+/// Room for multipart boundaries and part headers on top of the file bytes, per part.
+const PART_OVERHEAD_BYTES: u64 = 64 * 1024;
+
+fn not_found(signed: &Signed, what: &str) -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        page(
+            NAV,
+            "Not found",
+            &signed.csrf,
+            &format!(
+                r#"<h1>No such {what}</h1><p><a href="/admin/sources">Back to the sources</a></p>"#
+            ),
+        ),
+    )
+        .into_response()
+}
+
+fn source_form(csrf: &str, error: Option<&str>, name: &str, description: &str) -> String {
+    let error = error
+        .map(|e| format!(r#"<p class="error" role="alert">{}</p>"#, esc(e)))
+        .unwrap_or_default();
+    format!(
+        r#"<h2 id="create">Create a source</h2>
+{error}
+<form method="post" action="/admin/sources" id="new-source" class="card">
+{csrf}
+<label for="source-name">Name</label>
+<input type="text" id="source-name" name="name" required value="{name}">
+<label for="source-description">Description (optional)</label>
+<input type="text" id="source-description" name="description" value="{description}">
+<button type="submit" id="create-source">Create source</button>
+</form>"#,
+        csrf = csrf_field(csrf),
+        name = esc(name),
+        description = esc(description),
+    )
+}
+
+async fn list_page(
+    state: &AdminState,
+    signed: &Signed,
+    form: String,
+) -> Result<Html<String>, AdminError> {
+    let sources = state.app.store.list_sources(&SourceScope::All).await?;
+    let table = if sources.is_empty() {
+        r#"<p class="muted">No source exists yet.</p>"#.to_owned()
+    } else {
+        let mut rows = String::new();
+        for source in &sources {
+            let _ = write!(
+                rows,
+                r#"<tr><td><a class="source-link" href="/admin/sources/{id}">{name}</a></td><td>{description}</td><td>{count}</td><td>{created}</td></tr>"#,
+                id = source.id,
+                name = esc(&source.name),
+                description = esc(&source.description),
+                count = source.document_count,
+                created = time(source.created_at),
+            );
+        }
+        format!(
+            r#"<div class="table"><table>
+<thead><tr><th scope="col">Name</th><th scope="col">Description</th><th scope="col">Documents</th><th scope="col">Created</th></tr></thead>
+<tbody>{rows}</tbody></table></div>"#
+        )
+    };
+    let body = format!("<h1>Sources</h1>\n{table}\n{form}");
+    Ok(page(NAV, "Sources", &signed.csrf, &body))
+}
+
+/// GET /admin/sources.
+pub(crate) async fn list(
+    State(state): State<AdminState>,
+    signed: Signed,
+) -> Result<Html<String>, AdminError> {
+    let form = source_form(&signed.csrf, None, "", "");
+    list_page(&state, &signed, form).await
+}
+
+/// POST /admin/sources: creates a source and shows it.
+pub(crate) async fn create(
+    State(state): State<AdminState>,
+    signed: Signed,
+    body: Bytes,
+) -> Result<Response, AdminError> {
+    let form = Form::parse(&body);
+    if !signed.csrf_ok(&form) {
+        return Ok(csrf_refused());
+    }
+    let raw_name = form.get("name").unwrap_or_default().trim();
+    let raw_description = form.get("description").unwrap_or_default().trim();
+    let parsed = SourceName::parse(raw_name).and_then(|name| {
+        SourceDescription::parse(raw_description).map(|description| (name, description))
+    });
+    let (name, description) = match parsed {
+        Ok(parsed) => parsed,
+        Err(e) => {
+            let form = source_form(&signed.csrf, Some(&e.0), raw_name, raw_description);
+            let page = list_page(&state, &signed, form).await?;
+            return Ok((StatusCode::BAD_REQUEST, page).into_response());
+        }
+    };
+    let source = state
+        .app
+        .store
+        .create_source(NewSource {
+            id: SourceId::new(),
+            name,
+            description,
+            source_type: SourceType::default(),
+            created_at: state.app.clock.now(),
+        })
+        .await?;
+    audit(
+        &state,
+        "source.created",
+        format!("{} ({})", source.name, source.id),
+    )
+    .await?;
+    Ok(Redirect::to(&format!("/admin/sources/{}", source.id)).into_response())
+}
+
+fn status_cell(doc: &DocumentRecord) -> String {
+    match (&doc.status, &doc.error) {
+        (DocumentStatus::Failed, Some(error)) => format!(
+            r#"<td class="status status-failed">{}: {}</td>"#,
+            doc.status.as_str(),
+            esc(error)
+        ),
+        _ => format!(r#"<td class="status">{}</td>"#, doc.status.as_str()),
+    }
+}
+
+fn is_pending(status: DocumentStatus) -> bool {
+    matches!(status, DocumentStatus::Queued | DocumentStatus::Processing)
+}
+
+/// Polls the statuses once a second while a document is still queued or processing.
+const POLL_SCRIPT: &str = r#"<script>
+(function () {
+  var table = document.getElementById("documents");
+  if (!table || !window.fetch) return;
+  var url = table.getAttribute("data-statuses");
+  function pending() {
+    var cells = table.querySelectorAll("td.status");
+    for (var i = 0; i < cells.length; i++) {
+      var s = cells[i].textContent.split(":")[0];
+      if (s === "queued" || s === "processing") return true;
+    }
+    return false;
+  }
+  function poll() {
+    if (!pending()) return;
+    fetch(url, {credentials: "same-origin"}).then(function (r) {
+      return r.ok ? r.json() : null;
+    }).then(function (all) {
+      if (!all) return;
+      Object.keys(all).forEach(function (id) {
+        var row = table.querySelector('tr[data-document-id="' + id + '"]');
+        if (!row) return;
+        var cell = row.querySelector("td.status");
+        var s = all[id];
+        cell.textContent = s.error ? s.status + ": " + s.error : s.status;
+        cell.className = s.status === "failed" ? "status status-failed" : "status";
+      });
+      setTimeout(poll, 1000);
+    }, function () { setTimeout(poll, 1000); });
+  }
+  setTimeout(poll, 1000);
+})();
+</script>"#;
+
+async fn source_of(state: &AdminState, id: &str) -> Result<Option<SourceRecord>, AdminError> {
+    let Ok(id) = id.parse::<SourceId>() else {
+        return Ok(None);
+    };
+    Ok(state.app.store.get_source(&SourceScope::All, id).await?)
+}
+
+/// GET /admin/sources/{id}: the documents and the upload form.
+pub(crate) async fn show(
+    State(state): State<AdminState>,
+    signed: Signed,
+    Path(id): Path<String>,
+) -> Result<Response, AdminError> {
+    let Some(source) = source_of(&state, &id).await? else {
+        return Ok(not_found(&signed, "source"));
+    };
+    let docs = state
+        .app
+        .store
+        .list_documents(&SourceScope::All, source.id)
+        .await?
+        .unwrap_or_default();
+    let mut rows = String::new();
+    for doc in &docs {
+        let _ = write!(
+            rows,
+            r#"<tr data-document-id="{id}"><td><a class="document-link" href="/admin/documents/{id}">{name}</a></td>{status}<td>{chunks}</td><td>{size}</td><td>{created}</td></tr>"#,
+            id = doc.id,
+            name = esc(&doc.name),
+            status = status_cell(doc),
+            chunks = doc.chunk_count,
+            size = doc.size,
+            created = time(doc.created_at),
+        );
+    }
+    let table = format!(
+        r#"<div class="table"><table id="documents" data-statuses="/admin/sources/{id}/statuses">
+<thead><tr><th scope="col">Document</th><th scope="col">Status</th><th scope="col">Chunks</th><th scope="col">Bytes</th><th scope="col">Uploaded</th></tr></thead>
+<tbody>{rows}</tbody></table></div>{empty}"#,
+        id = source.id,
+        empty = if docs.is_empty() {
+            r#"<p class="muted">No document yet.</p>"#
+        } else {
+            ""
+        },
+    );
+    let body = format!(
+        r#"<h1>{name}</h1>
+<p class="muted">{description}</p>
+<h2>Documents</h2>
+{table}
+<h2>Upload</h2>
+<form method="post" action="/admin/sources/{id}/upload" id="upload" enctype="multipart/form-data" class="card">
+{csrf}
+<label for="files">Files (up to {max} each)</label>
+<input type="file" id="files" name="files" multiple required>
+<button type="submit" id="upload-button">Upload</button>
+</form>
+<p><a href="/admin/sources">Back to the sources</a></p>
+{script}"#,
+        name = esc(&source.name),
+        description = esc(&source.description),
+        id = source.id,
+        csrf = csrf_field(&signed.csrf),
+        max = human_size(state.app.ingest.settings().max_upload_bytes),
+        script = if docs.iter().any(|d| is_pending(d.status)) {
+            POLL_SCRIPT
+        } else {
+            ""
+        },
+    );
+    Ok(page(NAV, &source.name, &signed.csrf, &body).into_response())
+}
+
+/// GET /admin/sources/{id}/statuses: `{documentId: {status, error}}`.
+pub(crate) async fn statuses(
+    State(state): State<AdminState>,
+    signed: Signed,
+    Path(id): Path<String>,
+) -> Result<Response, AdminError> {
+    let Some(source) = source_of(&state, &id).await? else {
+        return Ok(not_found(&signed, "source"));
+    };
+    let docs = state
+        .app
+        .store
+        .list_documents(&SourceScope::All, source.id)
+        .await?
+        .unwrap_or_default();
+    let all: serde_json::Map<String, Value> = docs
+        .iter()
+        .map(|d| {
+            (
+                d.id.to_string(),
+                json!({"status": d.status.as_str(), "error": d.error}),
+            )
+        })
+        .collect();
+    Ok(Json(Value::Object(all)).into_response())
+}
+
+fn bad_upload(signed: &Signed, source: SourceId, message: &str) -> Response {
+    (
+        StatusCode::BAD_REQUEST,
+        page(
+            NAV,
+            "Upload failed",
+            &signed.csrf,
+            &format!(
+                r#"<h1>Upload failed</h1><p class="error" role="alert">{}</p><p><a href="/admin/sources/{source}">Back to the source</a></p>"#,
+                esc(message)
+            ),
+        ),
+    )
+        .into_response()
+}
+
+/// Why one file part was not staged.
+enum PartError {
+    TooLarge(u64),
+    Request(String),
+    Failed(AdminError),
+}
+
+/// Streams one part into a staging file; an oversized part is read to its end and dropped.
+async fn receive(state: &AdminState, mut field: Field<'_>) -> Result<Option<Upload>, PartError> {
+    let name = field.file_name().unwrap_or("upload").to_owned();
+    let content_type = field.content_type().map(str::to_owned);
+    let mut staged = state
+        .app
+        .ingest
+        .stage()
+        .await
+        .map_err(|e| PartError::Failed(AdminError::Ingest(e)))?;
+    let mut too_large = None;
+    while let Some(bytes) = field
+        .chunk()
+        .await
+        .map_err(|e| PartError::Request(e.body_text()))?
+    {
+        if too_large.is_some() {
+            continue;
+        }
+        match staged.write(&bytes).await {
+            Ok(()) => {}
+            Err(StageError::TooLarge { limit }) => too_large = Some(limit),
+            Err(e) => return Err(PartError::Failed(AdminError::Ingest(e.into()))),
+        }
+    }
+    if let Some(limit) = too_large {
+        return Err(PartError::TooLarge(limit));
+    }
+    if staged.size() == 0 {
+        // A file input left empty still sends one empty part.
+        return Ok(None);
+    }
+    let staged = staged
+        .finish()
+        .await
+        .map_err(|e| PartError::Failed(AdminError::Ingest(e.into())))?;
+    Ok(Some(Upload {
+        name,
+        content_type,
+        staged,
+    }))
+}
+
+/// POST /admin/sources/{id}/upload: several files in the `files` part; the CSRF field must
+/// come before them.
+pub(crate) async fn upload(
+    State(state): State<AdminState>,
+    signed: Signed,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    multipart: Result<Multipart, axum::extract::multipart::MultipartRejection>,
+) -> Result<Response, AdminError> {
+    let Ok(mut multipart) = multipart else {
+        return Ok(csrf_refused());
+    };
+    let max_files = state.app.settings.max_bulk_files;
+    let per_file = state
+        .app
+        .ingest
+        .settings()
+        .max_upload_bytes
+        .saturating_add(PART_OVERHEAD_BYTES);
+    if declared_length(&headers).is_some_and(|n| n > per_file.saturating_mul(max_files as u64)) {
+        return Ok(too_large_request());
+    }
+    let mut csrf_seen = false;
+    let mut uploads = Vec::new();
+    let mut problems = Vec::new();
+    let source = source_of(&state, &id).await?;
+    loop {
+        let field = match multipart.next_field().await {
+            Ok(Some(field)) => field,
+            Ok(None) => break,
+            Err(e) => {
+                if !csrf_seen {
+                    return Ok(csrf_refused());
+                }
+                let source = source.map_or_else(SourceId::new, |s| s.id);
+                return Ok(bad_upload(&signed, source, &e.body_text()));
+            }
+        };
+        match field.name() {
+            Some("csrf") => {
+                let value = field.text().await.unwrap_or_default();
+                let form = Form::parse(format!("csrf={}", encode(&value)).as_bytes());
+                if !signed.csrf_ok(&form) {
+                    return Ok(csrf_refused());
+                }
+                csrf_seen = true;
+            }
+            Some("files") if csrf_seen => {
+                let Some(source) = &source else {
+                    return Ok(not_found(&signed, "source"));
+                };
+                let name = clean_file_name(field.file_name().unwrap_or(""));
+                if uploads.len() + problems.len() == max_files {
+                    return Ok(bad_upload(
+                        &signed,
+                        source.id,
+                        &format!("Upload at most {max_files} files at once."),
+                    ));
+                }
+                match receive(&state, field).await {
+                    Ok(Some(upload)) => uploads.push(upload),
+                    Ok(None) => {}
+                    Err(PartError::TooLarge(limit)) => {
+                        problems.push(format!("{name} is larger than {limit} bytes"));
+                    }
+                    Err(PartError::Request(message)) => {
+                        return Ok(bad_upload(&signed, source.id, &message));
+                    }
+                    Err(PartError::Failed(e)) => return Err(e),
+                }
+            }
+            _ if !csrf_seen => return Ok(csrf_refused()),
+            _ => {}
+        }
+    }
+    if !csrf_seen {
+        return Ok(csrf_refused());
+    }
+    let Some(source) = source else {
+        return Ok(not_found(&signed, "source"));
+    };
+    if uploads.is_empty() && problems.is_empty() {
+        return Ok(bad_upload(&signed, source.id, "Choose at least one file."));
+    }
+    for upload in uploads {
+        let created = state
+            .app
+            .ingest
+            .accept(&SourceScope::All, source.id, upload)
+            .await?;
+        if let Created::New(doc) = &created {
+            audit(
+                &state,
+                "document.uploaded",
+                format!("{} ({}) in {}", doc.name, doc.id, source.name),
+            )
+            .await?;
+        }
+    }
+    if !problems.is_empty() {
+        return Ok(bad_upload(&signed, source.id, &problems.join("; ")));
+    }
+    Ok(Redirect::to(&format!("/admin/sources/{}", source.id)).into_response())
+}
+
+fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()
+}
+
+fn too_large_request() -> Response {
+    crate::html::bare_page(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "Upload too large",
+        r#"<p>The upload is larger than the server accepts. Send fewer or smaller files.</p><p><a href="/admin/sources">Back to the sources</a></p>"#,
+    )
+}
+
+/// Percent-encodes every byte but letters and digits (to reuse [`Form`]'s CSRF check).
+fn encode(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// Finds a document by id alone (the admin sees every source).
+async fn document_of(state: &AdminState, id: &str) -> Result<Option<DocumentRecord>, AdminError> {
+    let Ok(id) = id.parse::<DocumentId>() else {
+        return Ok(None);
+    };
+    let store = &state.app.store;
+    for source in store.list_sources(&SourceScope::All).await? {
+        if let Some(doc) = store.get_document(&SourceScope::All, source.id, id).await? {
+            return Ok(Some(doc));
+        }
+    }
+    Ok(None)
+}
+
+/// GET /admin/documents/{id}: the document, its text by page and the delete form.
+pub(crate) async fn document(
+    State(state): State<AdminState>,
+    signed: Signed,
+    Path(id): Path<String>,
+) -> Result<Response, AdminError> {
+    let Some(doc) = document_of(&state, &id).await? else {
+        return Ok(not_found(&signed, "document"));
+    };
+    let chunks = state.app.store.document_chunks(doc.id).await?;
+    let mut pages: BTreeMap<u32, Vec<&str>> = BTreeMap::new();
+    for chunk in &chunks {
+        pages.entry(chunk.page).or_default().push(&chunk.content);
+    }
+    let mut text = String::new();
+    for (number, parts) in &pages {
+        let _ = write!(
+            text,
+            r#"<section class="page card" data-page="{number}" aria-labelledby="page-{number}"><h3 id="page-{number}">Page {number}</h3><div class="page-text">{}</div></section>"#,
+            esc(&parts.join("\n\n"))
+        );
+    }
+    if pages.is_empty() {
+        text.push_str(r#"<p class="muted">No text has been extracted.</p>"#);
+    }
+    let body = format!(
+        r#"<h1>{name}</h1>
+<div class="table"><table>
+<tbody>
+<tr><th scope="row">Status</th><td class="status" id="document-status">{status}</td></tr>
+<tr><th scope="row">Chunks</th><td>{chunks}</td></tr>
+<tr><th scope="row">Pages</th><td>{page_count}</td></tr>
+<tr><th scope="row">Error</th><td>{error}</td></tr>
+<tr><th scope="row">Uploaded</th><td>{created}</td></tr>
+</tbody></table></div>
+<h2>Extracted text</h2>
+{text}
+<h2>Delete</h2>
+<form method="post" action="/admin/documents/{id}/delete" id="delete-document" class="card">
+{csrf}
+<div><input type="checkbox" id="confirm-delete" name="confirm" value="yes" required> <label for="confirm-delete">Delete this document, its text and its original file; this cannot be undone</label></div>
+<button type="submit" class="danger" id="delete-button">Delete document</button>
+</form>
+<p><a href="/admin/sources/{source}">Back to the source</a></p>"#,
+        name = esc(&doc.name),
+        status = doc.status.as_str(),
+        chunks = doc.chunk_count,
+        page_count = doc.page_count,
+        error = esc(doc.error.as_deref().unwrap_or("—")),
+        created = time(doc.created_at),
+        id = doc.id,
+        source = doc.source_id,
+        csrf = csrf_field(&signed.csrf),
+    );
+    Ok(page(NAV, &doc.name, &signed.csrf, &body).into_response())
+}
+
+/// POST /admin/documents/{id}/delete (the confirmation box must be ticked).
+pub(crate) async fn delete(
+    State(state): State<AdminState>,
+    signed: Signed,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, AdminError> {
+    let form = Form::parse(&body);
+    if !signed.csrf_ok(&form) {
+        return Ok(csrf_refused());
+    }
+    let Some(doc) = document_of(&state, &id).await? else {
+        return Ok(not_found(&signed, "document"));
+    };
+    if form.get("confirm") != Some("yes") {
+        return Ok((
+            StatusCode::BAD_REQUEST,
+            page(
+                NAV,
+                "Not deleted",
+                &signed.csrf,
+                &format!(
+                    r#"<h1>Not deleted</h1><p class="error" role="alert">Tick the confirmation box to delete the document.</p><p><a href="/admin/documents/{}">Back to the document</a></p>"#,
+                    doc.id
+                ),
+            ),
+        )
+            .into_response());
+    }
+    state
+        .app
+        .ingest
+        .delete(&SourceScope::All, doc.source_id, doc.id)
+        .await?;
+    audit(
+        &state,
+        "document.deleted",
+        format!("{} ({})", doc.name, doc.id),
+    )
+    .await?;
+    Ok(Redirect::to(&format!("/admin/sources/{}", doc.source_id)).into_response())
+}
+
+/// A byte count as people read it: 100 MiB, 512 KiB, 900 bytes.
+fn human_size(bytes: u64) -> String {
+    const MIB: u64 = 1024 * 1024;
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
+        format!("{} MiB", bytes / MIB)
+    } else if bytes >= MIB {
+        format!("{:.1} MiB", bytes as f64 / MIB as f64)
+    } else if bytes >= 1024 {
+        format!("{} KiB", bytes / 1024)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::human_size;
+
+    #[test]
+    fn sizes_read_naturally() {
+        assert_eq!(human_size(104_857_600), "100 MiB");
+        assert_eq!(human_size(1_572_864), "1.5 MiB");
+        assert_eq!(human_size(2048), "2 KiB");
+        assert_eq!(human_size(900), "900 bytes");
+    }
+}

@@ -1,0 +1,540 @@
+//! The admin pages that act: sources and uploads, documents, the review queue and webhooks,
+//! each through its forms with the session's CSRF token, each leaving an audit entry.
+
+use std::time::Duration;
+
+use quire_store::Store;
+use reqwest::StatusCode;
+use reqwest::header::{COOKIE, LOCATION};
+use reqwest::multipart::{Form, Part};
+use serde_json::Value;
+
+use super::{PASSWORD, client, get_page, post_form, set_password, sign_in};
+use crate::helpers::TestServer;
+
+const CV: &str = "# CV\n\nJane Doe\n\nEmail: jane.doe@example.com\n\nPhone: +44 20 7946 0958\n";
+
+/// A signed-in server: (server, session cookie, CSRF token).
+async fn signed_in(allow_private_targets: bool) -> (TestServer, String, String) {
+    let server =
+        TestServer::start_with(|c| c.webhooks.allow_private_targets = allow_private_targets).await;
+    set_password(&server, PASSWORD).await;
+    let (cookie, csrf) = sign_in(&server).await;
+    (server, cookie, csrf)
+}
+
+fn location(response: &reqwest::Response) -> String {
+    response.headers()[LOCATION].to_str().unwrap().to_owned()
+}
+
+async fn text(server: &TestServer, path: &str, cookie: &str) -> String {
+    let response = get_page(server, path, cookie).await;
+    assert_eq!(response.status(), StatusCode::OK, "GET {path}");
+    response.text().await.unwrap()
+}
+
+/// Creates a source through the form; returns its id.
+async fn create_source(server: &TestServer, cookie: &str, csrf: &str, name: &str) -> String {
+    let response = post_form(
+        server,
+        "/admin/sources",
+        cookie,
+        &[("csrf", csrf), ("name", name), ("description", "")],
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let to = location(&response);
+    to.strip_prefix("/admin/sources/").unwrap().to_owned()
+}
+
+async fn upload(
+    server: &TestServer,
+    cookie: &str,
+    csrf: Option<&str>,
+    source: &str,
+    files: &[(&str, &str)],
+) -> reqwest::Response {
+    let mut form = Form::new();
+    if let Some(csrf) = csrf {
+        form = form.text("csrf", csrf.to_owned());
+    }
+    for (name, content) in files {
+        form = form.part(
+            "files",
+            Part::bytes(content.as_bytes().to_vec()).file_name((*name).to_owned()),
+        );
+    }
+    client()
+        .post(server.url(&format!("/admin/sources/{source}/upload")))
+        .header(COOKIE, cookie)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap()
+}
+
+async fn statuses(server: &TestServer, cookie: &str, source: &str) -> Value {
+    let response = get_page(server, &format!("/admin/sources/{source}/statuses"), cookie).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    response.json().await.unwrap()
+}
+
+/// Polls the statuses JSON until every document of the source has `status` (20 s at most).
+async fn wait_all(
+    server: &TestServer,
+    cookie: &str,
+    source: &str,
+    count: usize,
+    status: &str,
+) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let all = statuses(server, cookie, source).await;
+        let map = all.as_object().unwrap();
+        if map.len() == count && map.values().all(|d| d["status"] == status) {
+            return all;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "documents never became {status}: {all}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Uploads one file through the form and waits for it to reach `status`; returns its id.
+async fn upload_one(
+    server: &TestServer,
+    cookie: &str,
+    csrf: &str,
+    source: &str,
+    file: (&str, &str),
+    status: &str,
+) -> String {
+    let response = upload(server, cookie, Some(csrf), source, &[file]).await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let all = wait_all(server, cookie, source, 1, status).await;
+    all.as_object().unwrap().keys().next().unwrap().clone()
+}
+
+async fn audit_actions(server: &TestServer) -> Vec<String> {
+    server
+        .store
+        .audit_log(1000)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.action)
+        .collect()
+}
+
+fn count(actions: &[String], action: &str) -> usize {
+    actions.iter().filter(|a| *a == action).count()
+}
+
+#[tokio::test]
+async fn sources_and_documents_are_managed_through_the_forms() {
+    let (server, cookie, csrf) = signed_in(false).await;
+    let page = text(&server, "/admin/sources", &cookie).await;
+    assert!(page.contains(r#"id="new-source""#) && page.contains(r#"id="create-source""#));
+    assert!(
+        page.contains(r#"href="/admin/sources""#),
+        "Sources is in the nav"
+    );
+
+    let source = create_source(&server, &cookie, &csrf, "Manuals").await;
+    let page = text(&server, "/admin/sources", &cookie).await;
+    assert!(
+        page.contains(&format!(
+            r#"class="source-link" href="/admin/sources/{source}">Manuals</a>"#
+        )),
+        "{page}"
+    );
+    let page = text(&server, &format!("/admin/sources/{source}"), &cookie).await;
+    assert!(page.contains(r#"id="upload""#) && page.contains(r#"enctype="multipart/form-data""#));
+    assert!(
+        page.contains(r#"id="files" name="files" multiple"#),
+        "{page}"
+    );
+
+    let response = upload(
+        &server,
+        &cookie,
+        Some(&csrf),
+        &source,
+        &[
+            (
+                "pumps.md",
+                "# Pumps\n\nPrime the centrifugal pump before starting it.\n",
+            ),
+            (
+                "valves.txt",
+                "Close the gate valve slowly to avoid water hammer.\n",
+            ),
+        ],
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert_eq!(location(&response), format!("/admin/sources/{source}"));
+    let all = wait_all(&server, &cookie, &source, 2, "ready").await;
+    let ids: Vec<String> = all.as_object().unwrap().keys().cloned().collect();
+    assert!(all[&ids[0]]["error"].is_null(), "{all}");
+
+    let page = text(&server, &format!("/admin/sources/{source}"), &cookie).await;
+    for id in &ids {
+        assert!(
+            page.contains(&format!(r#"<tr data-document-id="{id}">"#)),
+            "{page}"
+        );
+    }
+    assert!(page.contains(r#"<td class="status">ready</td>"#), "{page}");
+
+    let docs = server
+        .store
+        .list_documents(&quire_core::SourceScope::All, source.parse().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let pumps = docs.iter().find(|d| d.name == "pumps.md").unwrap().id;
+    let detail = text(&server, &format!("/admin/documents/{pumps}"), &cookie).await;
+    assert!(detail.contains(r#"data-page="1""#), "{detail}");
+    assert!(detail.contains("Prime the centrifugal pump"), "{detail}");
+    assert!(detail.contains(r#"id="delete-document""#), "{detail}");
+
+    let delete = format!("/admin/documents/{pumps}/delete");
+    let response = post_form(&server, &delete, &cookie, &[("csrf", &csrf)]).await;
+    assert_eq!(
+        response.status(),
+        StatusCode::BAD_REQUEST,
+        "needs the box ticked"
+    );
+    let response = post_form(
+        &server,
+        &delete,
+        &cookie,
+        &[("csrf", &csrf), ("confirm", "yes")],
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert_eq!(location(&response), format!("/admin/sources/{source}"));
+    let all = statuses(&server, &cookie, &source).await;
+    assert_eq!(all.as_object().unwrap().len(), 1, "{all}");
+    assert!(all.get(pumps.to_string()).is_none());
+    let response = get_page(&server, &format!("/admin/documents/{pumps}"), &cookie).await;
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+
+    let actions = audit_actions(&server).await;
+    assert_eq!(count(&actions, "source.created"), 1, "{actions:?}");
+    assert_eq!(count(&actions, "document.uploaded"), 2, "{actions:?}");
+    assert_eq!(count(&actions, "document.deleted"), 1, "{actions:?}");
+}
+
+#[tokio::test]
+async fn held_documents_are_approved_redacted_or_rejected_in_the_review_pages() {
+    let (server, cookie, csrf) = signed_in(false).await;
+    let mut held = Vec::new();
+    for name in ["Approve", "Redact", "Reject"] {
+        let source = create_source(&server, &cookie, &csrf, name).await;
+        let id = upload_one(
+            &server,
+            &cookie,
+            &csrf,
+            &source,
+            ("cv.md", CV),
+            "pending_review",
+        )
+        .await;
+        held.push((source, id));
+    }
+    let list = text(&server, "/admin/review", &cookie).await;
+    for (_, id) in &held {
+        assert!(
+            list.contains(&format!(r#"class="review-link" href="/admin/review/{id}""#)),
+            "{list}"
+        );
+    }
+    let (source, id) = &held[0];
+    let detail = text(&server, &format!("/admin/review/{id}"), &cookie).await;
+    assert!(
+        detail.contains("<mark>jane.doe@example.com</mark>"),
+        "{detail}"
+    );
+    assert!(detail.contains(r#"id="decide""#) && detail.contains(r#"id="confirm-reject""#));
+    for value in ["approve", "redact", "reject"] {
+        assert!(detail.contains(&format!(r#"name="decision" value="{value}""#)));
+    }
+
+    let path = format!("/admin/review/{id}");
+    let response = post_form(
+        &server,
+        &path,
+        &cookie,
+        &[("csrf", &csrf), ("decision", "approve")],
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert_eq!(location(&response), "/admin/review?done=approved");
+    let flash = text(&server, "/admin/review?done=approved", &cookie).await;
+    assert!(flash.contains(r#"id="flash""#), "{flash}");
+    wait_all(&server, &cookie, source, 1, "ready").await;
+    let page = text(&server, &format!("/admin/documents/{id}"), &cookie).await;
+    assert!(page.contains("jane.doe@example.com"), "{page}");
+
+    let (source, id) = &held[1];
+    let path = format!("/admin/review/{id}");
+    let response = post_form(
+        &server,
+        &path,
+        &cookie,
+        &[("csrf", &csrf), ("decision", "redact")],
+    )
+    .await;
+    assert_eq!(location(&response), "/admin/review?done=redacted");
+    wait_all(&server, &cookie, source, 1, "ready").await;
+    let page = text(&server, &format!("/admin/documents/{id}"), &cookie).await;
+    assert!(!page.contains("jane.doe@example.com"), "{page}");
+
+    let (source, id) = &held[2];
+    let path = format!("/admin/review/{id}");
+    let response = post_form(
+        &server,
+        &path,
+        &cookie,
+        &[("csrf", &csrf), ("decision", "reject")],
+    )
+    .await;
+    assert_eq!(
+        response.status(),
+        StatusCode::BAD_REQUEST,
+        "needs the box ticked"
+    );
+    let fields = [
+        ("csrf", csrf.as_str()),
+        ("decision", "reject"),
+        ("confirm_reject", "yes"),
+    ];
+    let response = post_form(&server, &path, &cookie, &fields).await;
+    assert_eq!(location(&response), "/admin/review?done=rejected");
+    let all = statuses(&server, &cookie, source).await;
+    assert!(all.as_object().unwrap().is_empty(), "{all}");
+
+    let list = text(&server, "/admin/review", &cookie).await;
+    assert!(
+        list.contains("No document is waiting for review."),
+        "{list}"
+    );
+    let actions = audit_actions(&server).await;
+    for action in ["review.approved", "review.redacted", "review.rejected"] {
+        assert_eq!(count(&actions, action), 1, "{action}: {actions:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_webhook_registered_in_the_form_shows_its_secret_once() {
+    let (server, cookie, csrf) = signed_in(true).await;
+    let page = text(&server, "/admin/webhooks", &cookie).await;
+    assert!(page.contains(r#"id="new-webhook""#));
+    assert!(
+        page.contains(r#"name="events" value="document.ready""#),
+        "{page}"
+    );
+
+    let url = "http://127.0.0.1:9/hook";
+    let response = post_form(
+        &server,
+        "/admin/webhooks",
+        &cookie,
+        &[("csrf", &csrf), ("url", url)],
+    )
+    .await;
+    assert_eq!(
+        response.status(),
+        StatusCode::BAD_REQUEST,
+        "no event chosen"
+    );
+    let fields = [
+        ("csrf", csrf.as_str()),
+        ("url", url),
+        ("events", "document.ready"),
+        ("events", "document.failed"),
+    ];
+    let response = post_form(&server, "/admin/webhooks", &cookie, &fields).await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let created = response.text().await.unwrap();
+    let hooks = server.store.list_webhooks().await.unwrap();
+    assert_eq!(hooks.len(), 1);
+    let hook = &hooks[0];
+    assert!(
+        created.contains(&format!(r#"value="{}""#, hook.secret)),
+        "{created}"
+    );
+
+    let page = text(&server, "/admin/webhooks", &cookie).await;
+    assert!(
+        page.contains(&format!(r#"href="/admin/webhooks/{}">{url}</a>"#, hook.id)),
+        "{page}"
+    );
+    assert!(page.contains("document.ready, document.failed"), "{page}");
+    assert!(!page.contains(&hook.secret), "the secret is shown once");
+    let detail = text(&server, &format!("/admin/webhooks/{}", hook.id), &cookie).await;
+    assert!(detail.contains("Nothing has been delivered yet.") && !detail.contains(&hook.secret));
+
+    let delete = format!("/admin/webhooks/{}/delete", hook.id);
+    let response = post_form(&server, &delete, &cookie, &[("csrf", &csrf)]).await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        server.store.list_webhooks().await.unwrap().len(),
+        1,
+        "not confirmed"
+    );
+    let response = post_form(
+        &server,
+        &delete,
+        &cookie,
+        &[("csrf", &csrf), ("confirm", "yes")],
+    )
+    .await;
+    assert_eq!(location(&response), "/admin/webhooks");
+    assert!(server.store.list_webhooks().await.unwrap().is_empty());
+
+    let actions = audit_actions(&server).await;
+    assert_eq!(count(&actions, "webhook.created"), 1, "{actions:?}");
+    assert_eq!(count(&actions, "webhook.deleted"), 1, "{actions:?}");
+}
+
+#[tokio::test]
+async fn the_new_pages_need_a_session_and_their_forms_the_csrf_token() {
+    let (server, cookie, csrf) = signed_in(false).await;
+    let source = create_source(&server, &cookie, &csrf, "Manuals").await;
+    let doc = uuid::Uuid::new_v4();
+    let gets = [
+        "/admin/sources".to_owned(),
+        format!("/admin/sources/{source}"),
+        format!("/admin/sources/{source}/statuses"),
+        format!("/admin/documents/{doc}"),
+        format!("/admin/review/{doc}"),
+        format!("/admin/webhooks/{doc}"),
+    ];
+    for path in &gets {
+        let response = get_page(&server, path, "").await;
+        assert_eq!(response.status(), StatusCode::SEE_OTHER, "GET {path}");
+        assert_eq!(location(&response), "/admin/login", "GET {path}");
+    }
+    let posts = [
+        "/admin/sources".to_owned(),
+        format!("/admin/documents/{doc}/delete"),
+        format!("/admin/review/{doc}"),
+        "/admin/webhooks".to_owned(),
+        format!("/admin/webhooks/{doc}/delete"),
+    ];
+    for path in &posts {
+        let response = post_form(&server, path, "", &[("csrf", &csrf)]).await;
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "POST {path}");
+        let response = post_form(&server, path, &cookie, &[("csrf", "wrong")]).await;
+        assert_eq!(response.status(), StatusCode::FORBIDDEN, "POST {path}");
+    }
+    let file = [("a.md", "# A\n\nText.\n")];
+    let response = upload(&server, "", Some(&csrf), &source, &file).await;
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    let response = upload(&server, &cookie, None, &source, &file).await;
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    let response = upload(&server, &cookie, Some("wrong"), &source, &file).await;
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    let all = statuses(&server, &cookie, &source).await;
+    assert!(
+        all.as_object().unwrap().is_empty(),
+        "nothing was stored: {all}"
+    );
+    assert_eq!(
+        server
+            .store
+            .list_sources(&quire_core::SourceScope::All)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn the_playground_searches_with_the_scope_of_the_chosen_key() {
+    let (server, cookie, csrf) = signed_in(false).await;
+    let pumps = create_source(&server, &cookie, &csrf, "Pumps").await;
+    let valves = create_source(&server, &cookie, &csrf, "Valves").await;
+    let text_of = "Lubricate the bearing housing every month.\n";
+    upload_one(
+        &server,
+        &cookie,
+        &csrf,
+        &pumps,
+        ("pumps.txt", text_of),
+        "ready",
+    )
+    .await;
+    let other = "Lubricate the valve stem every month.\n";
+    upload_one(
+        &server,
+        &cookie,
+        &csrf,
+        &valves,
+        ("valves.txt", other),
+        "ready",
+    )
+    .await;
+    let scope = quire_core::SourceScope::only(vec![pumps.parse().unwrap()]);
+    server
+        .key_with(quire_core::Permission::Read, scope, None)
+        .await;
+    let key = server.store.list_keys().await.unwrap()[0].id;
+
+    let page = text(&server, "/admin/playground", &cookie).await;
+    assert!(page.contains(r#"<select id="key" name="key">"#), "{page}");
+    assert!(
+        page.contains(&format!(r#"<option value="{key}">"#)),
+        "{page}"
+    );
+    let key = key.to_string();
+    let fields = [
+        ("csrf", csrf.as_str()),
+        ("key", &key),
+        ("query", "lubricate"),
+    ];
+    let response = post_form(&server, "/admin/playground", &cookie, &fields).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let results = response.text().await.unwrap();
+    assert!(results.contains("bearing housing"), "{results}");
+    assert!(
+        !results.contains("valve stem"),
+        "out of the key's scope: {results}"
+    );
+
+    // A question is answered with citations, from the key's sources only.
+    let fields = [
+        ("csrf", csrf.as_str()),
+        ("key", &key),
+        ("query", "How often is the bearing housing lubricated?"),
+        ("action", "ask"),
+    ];
+    let response = post_form(&server, "/admin/playground", &cookie, &fields).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let answer = response.text().await.unwrap();
+    assert!(answer.contains(r#"id="answer""#), "{answer}");
+    assert!(
+        answer.contains("Lubricate the bearing housing every month. [1]"),
+        "{answer}"
+    );
+    assert!(
+        answer.contains(r#"<ol id="citations">"#) && answer.contains("pumps.txt"),
+        "{answer}"
+    );
+    assert!(
+        !answer.contains("valve stem"),
+        "out of the key's scope: {answer}"
+    );
+
+    let fields = [("csrf", "wrong"), ("key", &key), ("query", "lubricate")];
+    let response = post_form(&server, "/admin/playground", &cookie, &fields).await;
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    let response = get_page(&server, "/admin/playground", "").await;
+    assert_eq!(location(&response), "/admin/login");
+}
