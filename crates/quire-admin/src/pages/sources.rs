@@ -188,6 +188,8 @@ const POLL_SCRIPT: &str = r#"<script>
         var s = all[id];
         cell.textContent = s.error ? s.status + ": " + s.error : s.status;
         cell.className = s.status === "failed" ? "status status-failed" : "status";
+        var chunks = row.querySelector("td.chunks");
+        if (chunks) chunks.textContent = s.chunkCount;
       });
       setTimeout(poll, 1000);
     }, function () { setTimeout(poll, 1000); });
@@ -222,7 +224,7 @@ pub(crate) async fn show(
     for doc in &docs {
         let _ = write!(
             rows,
-            r#"<tr data-document-id="{id}"><td><a class="document-link" href="/admin/documents/{id}">{name}</a></td>{status}<td>{chunks}</td><td>{size}</td><td>{created}</td></tr>"#,
+            r#"<tr data-document-id="{id}"><td><a class="document-link" href="/admin/documents/{id}">{name}</a></td>{status}<td class="chunks">{chunks}</td><td>{size}</td><td>{created}</td></tr>"#,
             id = doc.id,
             name = esc(&doc.name),
             status = status_cell(doc),
@@ -270,7 +272,7 @@ pub(crate) async fn show(
     Ok(page(NAV, &source.name, &signed.csrf, &body).into_response())
 }
 
-/// GET /admin/sources/{id}/statuses: `{documentId: {status, error}}`.
+/// GET /admin/sources/{id}/statuses: `{documentId: {status, error, chunkCount}}`.
 pub(crate) async fn statuses(
     State(state): State<AdminState>,
     signed: Signed,
@@ -290,7 +292,7 @@ pub(crate) async fn statuses(
         .map(|d| {
             (
                 d.id.to_string(),
-                json!({"status": d.status.as_str(), "error": d.error}),
+                json!({"status": d.status.as_str(), "error": d.error, "chunkCount": d.chunk_count}),
             )
         })
         .collect();

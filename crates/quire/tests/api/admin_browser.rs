@@ -483,6 +483,15 @@ async fn an_upload_becomes_ready_before_the_administrators_eyes() {
         page_after_upload,
         "the status changed in place"
     );
+    // The chunk count follows the status in place (it read 0 while the document was queued).
+    let chunks = browser
+        .find(&format!(r#"tr[data-document-id="{id}"] td.chunks"#))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_ne!(chunks.trim(), "0", "the chunk count was not updated");
     browser
         .wait_for_text(
             &format!(r#"tr[data-document-id="{id}"]"#),
