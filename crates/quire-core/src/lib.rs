@@ -23,4 +23,4 @@ pub use model::{
 pub use permission::Permission;
 pub use scope::SourceScope;
 pub use secret::Secret;
-pub use webhook::{UnknownWebhookEvent, WebhookEvent};
+pub use webhook::{UnknownWebhookEvent, WebhookEvent, wire_timestamp};

@@ -1,15 +1,11 @@
 //! The JSON shapes of the Agent API: camelCase fields, ISO 8601 UTC timestamps with
 //! milliseconds, UUID strings.
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use quire_core::wire_timestamp as iso;
 use quire_core::{DocumentRecord, SourceRecord};
 use serde::Serialize;
 
 use crate::error::ErrorBody;
-
-fn iso(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
 
 /// A data source.
 #[derive(Debug, Serialize)]

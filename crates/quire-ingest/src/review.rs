@@ -34,18 +34,22 @@ impl Review {
         &self.policy
     }
 
+    /// The findings of one chunk that the policy counts: its types, at its confidence.
+    fn counted(&self, chunk: &ChunkDraft) -> Vec<Finding> {
+        let mut findings = self.detector.detect_page(&chunk.content, chunk.page);
+        findings.retain(|f| {
+            self.policy.types.contains(&f.kind) && f.confidence >= self.policy.min_confidence
+        });
+        findings
+    }
+
     /// Findings of each chunk that the policy counts (its types, at its confidence), each
     /// once per page (overlapping chunks repeat text), with the chunk they were found in.
     fn findings<'a>(&self, chunks: &'a [ChunkDraft]) -> Vec<(Finding, &'a ChunkDraft)> {
         let mut seen = HashSet::new();
         let mut out = Vec::new();
         for chunk in chunks {
-            for finding in self.detector.detect_page(&chunk.content, chunk.page) {
-                if !self.policy.types.contains(&finding.kind)
-                    || finding.confidence < self.policy.min_confidence
-                {
-                    continue;
-                }
+            for finding in self.counted(chunk) {
                 if seen.insert((finding.kind, finding.page, finding.text.clone())) {
                     out.push((finding, chunk));
                 }
@@ -82,15 +86,7 @@ impl Review {
     /// Replaces every finding the policy counts with its typed placeholder, chunk by chunk.
     pub fn redact(&self, chunks: &mut [ChunkDraft]) {
         for chunk in chunks {
-            let findings: Vec<Finding> = self
-                .detector
-                .detect_page(&chunk.content, chunk.page)
-                .into_iter()
-                .filter(|f| {
-                    self.policy.types.contains(&f.kind)
-                        && f.confidence >= self.policy.min_confidence
-                })
-                .collect();
+            let findings = self.counted(chunk);
             if !findings.is_empty() {
                 chunk.content = redact(&chunk.content, &findings);
             }

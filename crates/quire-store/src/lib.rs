@@ -74,6 +74,9 @@ pub trait Store: Send + Sync + 'static {
         source: SourceId,
         id: DocumentId,
     ) -> StoreResult<Option<DocumentRecord>>;
+    /// A document by its id alone, in any source: for administrators, never for API keys
+    /// (whose every read goes through a scope).
+    async fn find_document(&self, id: DocumentId) -> StoreResult<Option<DocumentRecord>>;
     /// Deletes a document with its chunks and job; returns what was deleted.
     async fn delete_document(
         &self,

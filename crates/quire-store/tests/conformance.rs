@@ -210,6 +210,16 @@ async fn sources_and_documents_respect_scope(store: &dyn Store) {
             .unwrap()
             .is_some()
     );
+    // By id alone (administrators): found in its source, and nothing for an unknown id.
+    let found = store.find_document(doc_b).await.unwrap().unwrap();
+    assert_eq!((found.id, found.source_id), (doc_b, b));
+    assert!(
+        store
+            .find_document(DocumentId::new())
+            .await
+            .unwrap()
+            .is_none()
+    );
 
     let mut existing = store
         .existing_sources(&[a, SourceId::new(), b])

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Args;
-use quire_core::{DocumentStatus, KeyId, Permission, SourceScope, SystemClock};
+use quire_core::{KeyId, Permission, SourceScope, SystemClock};
 use quire_http::AppState;
 use quire_http::api_keys::{KeySpec, issue_key};
 use quire_store::Store;
@@ -36,10 +36,9 @@ use self::idle::{IdleReport, idle_streams};
 use crate::app::App;
 use crate::bench::{ingest_markdown, ms, percentile, read_jsonl};
 use crate::config::Config;
-
-/// The source the corpus lives in: the one `quire eval retrieval` uses, so either command
-/// reuses a data directory the other filled.
-const CORPUS_SOURCE: &str = "eval";
+use crate::eval_retrieval::{
+    EVAL_SOURCE, corpus_documents, corpus_id, ingested_before, read_qrels, read_queries,
+};
 
 /// Requests per minute for the bench's key and server: the bench measures the answer path,
 /// not the rate limiter's refusals.
@@ -237,48 +236,24 @@ fn fake_model_config(config: &Config, url: &str, idle: usize) -> Config {
     config
 }
 
-/// `(id, text)` of every query, in file order.
-fn read_queries(path: &PathBuf) -> anyhow::Result<Vec<(String, String)>> {
-    Ok(read_jsonl(path, usize::MAX)?
-        .into_iter()
-        .filter_map(|v| {
-            Some((
-                v["_id"].as_str()?.to_owned(),
-                v["text"].as_str()?.to_owned(),
-            ))
-        })
-        .collect())
-}
-
 /// The queries the qrels judge (at most `max`), with their relevant corpus ids.
 fn judged_claims(
     queries: &[(String, String)],
     qrels: &PathBuf,
     max: usize,
 ) -> anyhow::Result<Vec<Claim>> {
-    let text = std::fs::read_to_string(qrels)
-        .with_context(|| format!("could not read {}", qrels.display()))?;
-    let mut relevant: HashMap<&str, HashSet<String>> = HashMap::new();
-    for (number, line) in text.lines().enumerate() {
-        let fields: Vec<&str> = line.split('\t').map(str::trim).collect();
-        if line.trim().is_empty() || number == 0 && fields.first() == Some(&"query-id") {
-            continue;
-        }
-        let [query, document, grade] = fields[..] else {
-            bail!(
-                "{}: line {} is not query-id, corpus-id, score",
-                qrels.display(),
-                number + 1
-            );
-        };
-        let grade: i64 = grade
-            .parse()
-            .with_context(|| format!("{}: line {}: bad score", qrels.display(), number + 1))?;
-        let judged = relevant.entry(query).or_default();
-        if grade > 0 {
-            judged.insert(document.to_owned());
-        }
-    }
+    let judgements = read_qrels(qrels)?;
+    let relevant: HashMap<&str, HashSet<String>> = judgements
+        .iter()
+        .map(|(query, judged)| {
+            let relevant = judged
+                .iter()
+                .filter(|(_, grade)| **grade > 0)
+                .map(|(document, _)| document.clone())
+                .collect();
+            (query.as_str(), relevant)
+        })
+        .collect();
     Ok(queries
         .iter()
         .filter_map(|(id, text)| {
@@ -307,20 +282,13 @@ async fn prepare_corpus(
             state.semantic_note
         );
     };
-    let sources = state.store.list_sources(&SourceScope::All).await?;
-    if let Some(source) = sources.iter().find(|s| s.name.as_str() == CORPUS_SOURCE) {
-        let documents = state
-            .store
-            .list_documents(&SourceScope::All, source.id)
-            .await?
-            .unwrap_or_default();
+    if let Some((total, corpus_id_of)) = ingested_before(state).await? {
         let expected = corpus.len();
-        if documents.len() != expected {
+        if total != expected {
             bail!(
-                "{} holds another corpus ({} documents, not {expected}) or an unfinished \
+                "{} holds another corpus ({total} documents, not {expected}) or an unfinished \
                  ingestion; use an empty directory",
                 data_dir.display(),
-                documents.len()
             );
         }
         let embedded = semantic.backfill(&*state.store).await?;
@@ -328,11 +296,7 @@ async fn prepare_corpus(
             eprintln!("embedded {} documents for this model", embedded.documents);
         }
         eprintln!("reusing the corpus ingested in {}", data_dir.display());
-        return Ok(documents
-            .into_iter()
-            .filter(|d| d.status == DocumentStatus::Ready)
-            .map(|d| (d.id.to_string(), corpus_id(&d.name).to_owned()))
-            .collect());
+        return Ok(corpus_id_of);
     }
     let started = Instant::now();
     eprintln!(
@@ -340,33 +304,15 @@ async fn prepare_corpus(
         corpus.len(),
         data_dir.display()
     );
-    let documents: Vec<(String, String)> = corpus
-        .iter()
-        .map(|doc| {
-            let text = format!(
-                "# {}\n\n{}",
-                doc["title"].as_str().unwrap_or(""),
-                doc["text"].as_str().unwrap_or("")
-            );
-            (
-                format!("{}.md", doc["_id"].as_str().unwrap_or_default()),
-                text,
-            )
-        })
-        .collect();
+    let documents = corpus_documents(corpus);
     let names: Vec<String> = documents.iter().map(|(name, _)| name.clone()).collect();
-    let (_, ids) = ingest_markdown(state, CORPUS_SOURCE, documents.into_iter()).await?;
+    let (_, ids) = ingest_markdown(state, EVAL_SOURCE, documents.into_iter()).await?;
     eprintln!("ingested in {:.1} s", started.elapsed().as_secs_f64());
     Ok(ids
         .iter()
         .zip(&names)
         .map(|(id, name)| (id.to_string(), corpus_id(name).to_owned()))
         .collect())
-}
-
-/// The corpus id a document was ingested under (`{id}.md`).
-fn corpus_id(name: &str) -> &str {
-    name.strip_suffix(".md").unwrap_or(name)
 }
 
 /// The product's search call alone, in process, for the timed questions at the number of

@@ -38,7 +38,9 @@ const API_LIMIT: usize = 10;
 type Fusion<'a> = dyn Fn(&[KeywordHit], &[VectorHit]) -> Vec<FusedHit> + 'a;
 
 /// The source the corpus is ingested into.
-const EVAL_SOURCE: &str = "eval";
+/// The source an eval corpus is ingested into; `quire bench generate` shares such data
+/// directories.
+pub(crate) const EVAL_SOURCE: &str = "eval";
 
 /// Which retrievers to evaluate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -118,16 +120,8 @@ impl Scores {
 /// Runs the evaluation and prints the report.
 pub async fn retrieval(base: &Config, args: RetrievalEvalArgs) -> anyhow::Result<()> {
     let judgements = read_qrels(&args.qrels)?;
-    let queries: Vec<(String, String)> = read_jsonl(&args.queries, usize::MAX)?
-        .into_iter()
-        .filter_map(|v| {
-            Some((
-                v["_id"].as_str()?.to_owned(),
-                v["text"].as_str()?.to_owned(),
-            ))
-        })
-        .filter(|(id, _)| judgements.contains_key(id))
-        .collect();
+    let mut queries = read_queries(&args.queries)?;
+    queries.retain(|(id, _)| judgements.contains_key(id));
     let corpus = read_jsonl(&args.corpus, args.documents.unwrap_or(usize::MAX))?;
     if queries.is_empty() || corpus.is_empty() {
         bail!("nothing to evaluate: no judged queries or no documents");
@@ -284,9 +278,45 @@ pub async fn retrieval(base: &Config, args: RetrievalEvalArgs) -> anyhow::Result
     Ok(())
 }
 
+/// `(id, text)` of every query of a BEIR `queries.jsonl`, in file order.
+pub(crate) fn read_queries(path: &PathBuf) -> anyhow::Result<Vec<(String, String)>> {
+    Ok(read_jsonl(path, usize::MAX)?
+        .into_iter()
+        .filter_map(|v| {
+            Some((
+                v["_id"].as_str()?.to_owned(),
+                v["text"].as_str()?.to_owned(),
+            ))
+        })
+        .collect())
+}
+
+/// The corpus id a document was ingested under (`{id}.md`).
+pub(crate) fn corpus_id(name: &str) -> &str {
+    name.strip_suffix(".md").unwrap_or(name)
+}
+
+/// A BEIR corpus as the Markdown documents it is ingested as: `({id}.md, "# title\n\ntext")`.
+pub(crate) fn corpus_documents(corpus: &[serde_json::Value]) -> Vec<(String, String)> {
+    corpus
+        .iter()
+        .map(|doc| {
+            let text = format!(
+                "# {}\n\n{}",
+                doc["title"].as_str().unwrap_or(""),
+                doc["text"].as_str().unwrap_or("")
+            );
+            (
+                format!("{}.md", doc["_id"].as_str().unwrap_or_default()),
+                text,
+            )
+        })
+        .collect()
+}
+
 /// The number of documents of an eval corpus ingested earlier into this data directory, and
 /// the corpus ids of its ready ones by document id; `None` when the directory holds none.
-async fn ingested_before(
+pub(crate) async fn ingested_before(
     state: &AppState,
 ) -> anyhow::Result<Option<(usize, HashMap<String, String>)>> {
     let sources = state.store.list_sources(&SourceScope::All).await?;
@@ -302,10 +332,7 @@ async fn ingested_before(
     let ready = documents
         .into_iter()
         .filter(|d| d.status == quire_core::DocumentStatus::Ready)
-        .map(|d| {
-            let corpus_id = d.name.strip_suffix(".md").unwrap_or(&d.name).to_owned();
-            (d.id.to_string(), corpus_id)
-        })
+        .map(|d| (d.id.to_string(), corpus_id(&d.name).to_owned()))
         .collect();
     Ok(Some((total, ready)))
 }
@@ -318,29 +345,13 @@ async fn ingest(
     query_count: usize,
 ) -> anyhow::Result<HashMap<String, String>> {
     let started = Instant::now();
-    let documents: Vec<(String, String)> = corpus
-        .iter()
-        .map(|doc| {
-            let text = format!(
-                "# {}\n\n{}",
-                doc["title"].as_str().unwrap_or(""),
-                doc["text"].as_str().unwrap_or("")
-            );
-            (doc["_id"].as_str().unwrap_or_default().to_owned(), text)
-        })
-        .collect();
-    let (_, ids) = ingest_markdown(
-        state,
-        EVAL_SOURCE,
-        documents
-            .iter()
-            .map(|(id, text)| (format!("{id}.md"), text.clone())),
-    )
-    .await?;
+    let documents = corpus_documents(corpus);
+    let names: Vec<String> = documents.iter().map(|(name, _)| name.clone()).collect();
+    let (_, ids) = ingest_markdown(state, EVAL_SOURCE, documents.into_iter()).await?;
     let corpus_id_of: HashMap<String, String> = ids
         .iter()
-        .zip(&documents)
-        .map(|(document, (id, _))| (document.to_string(), id.clone()))
+        .zip(&names)
+        .map(|(document, name)| (document.to_string(), corpus_id(name).to_owned()))
         .collect();
     let ingest_seconds = started.elapsed().as_secs_f64();
     let chunks = state.index.chunk_count();
@@ -435,7 +446,7 @@ async fn sweep(
 }
 
 /// Judgements by query id from a BEIR qrels TSV (header line skipped).
-fn read_qrels(path: &PathBuf) -> anyhow::Result<HashMap<String, Judgements>> {
+pub(crate) fn read_qrels(path: &PathBuf) -> anyhow::Result<HashMap<String, Judgements>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("could not read {}", path.display()))?;
     let mut out: HashMap<String, Judgements> = HashMap::new();

@@ -1,10 +1,10 @@
 //! `quire keys create|list|revoke`: API key management from the command line. These commands
 //! only open the database, so they work while `quire serve` runs on the same data directory.
 
+use quire_core::wire_timestamp as iso;
 use std::fmt::Write as _;
 
 use anyhow::{Context, bail};
-use chrono::{DateTime, SecondsFormat, Utc};
 use quire_core::{ApiKeyRecord, Clock, KeyId, Permission, SourceId, SourceScope, SystemClock};
 use quire_http::api_keys::{KeySpec, issue_key};
 use quire_store::{Store, StoreError};
@@ -21,10 +21,6 @@ pub struct CreateArgs {
     pub sources: Option<Vec<String>>,
     /// Requests per minute.
     pub rate_limit: Option<u32>,
-}
-
-fn iso(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
 fn sources_json(scope: &SourceScope) -> Value {

@@ -20,7 +20,7 @@ fn review_json(review: &ReviewRecord, with_findings: bool) -> Value {
         "dataSourceId": review.document.source_id.to_string(),
         "status": review.document.status.as_str(),
         "piiTypes": review.pii_types,
-        "heldAt": review.held_at.to_rfc3339_opts(SecondsFormat::Millis, true),
+        "heldAt": quire_core::wire_timestamp(review.held_at),
         "decision": review.decision.map(ReviewDecision::as_str),
         "findingCount": findings.as_array().map_or(0, Vec::len),
     });

@@ -1,17 +1,13 @@
 //! `quire webhooks list|deliveries`: registered webhooks and their delivery log, from the
 //! command line (only the database is opened, so this works while `quire serve` runs).
 
+use quire_core::wire_timestamp as iso;
 use std::fmt::Write as _;
 
 use anyhow::Context;
-use chrono::{DateTime, SecondsFormat, Utc};
 use quire_core::WebhookId;
 use quire_store::{DeliveryAttempt, Store, WebhookRecord};
 use serde_json::{Value, json};
-
-fn iso(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
 
 fn webhook_json(webhook: &WebhookRecord) -> Value {
     json!({

@@ -506,13 +506,7 @@ async fn document_of(state: &AdminState, id: &str) -> Result<Option<DocumentReco
     let Ok(id) = id.parse::<DocumentId>() else {
         return Ok(None);
     };
-    let store = &state.app.store;
-    for source in store.list_sources(&SourceScope::All).await? {
-        if let Some(doc) = store.get_document(&SourceScope::All, source.id, id).await? {
-            return Ok(Some(doc));
-        }
-    }
-    Ok(None)
+    Ok(state.app.store.find_document(id).await?)
 }
 
 /// GET /admin/documents/{id}: the document, its text by page and the delete form.

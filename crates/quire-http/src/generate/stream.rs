@@ -8,7 +8,7 @@ use std::convert::Infallible;
 use axum::response::sse::Event;
 use futures_util::{Stream, StreamExt};
 use quire_core::{ConversationId, KeyId, MessageId, SourceScope};
-use quire_models::generate::{Grounding, Passage, Turn};
+use quire_models::generate::{Grounding, Passage, TextStream, Turn};
 use quire_store::NewMessage;
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -90,55 +90,28 @@ async fn answer(state: &AppState, mut ticket: Ticket, question: Question, out: &
         Err(message) => return out.error(message).await,
     };
     let query = retrieval_query(state, &history, &question.text).await;
-    let passages = match crate::search::search(
-        state,
-        &question.scope,
-        &query,
-        generation.settings.passages,
-        None,
-    )
-    .await
-    {
-        Ok(outcome) => outcome.results,
-        Err(e) => {
-            tracing::error!(error = %e, "retrieval for generate failed");
-            return out
-                .error("retrieval failed; the cause has been logged")
-                .await;
-        }
+    let answering = match start(state, &question.scope, &query, &question.text, history).await {
+        Ok(answering) => answering,
+        Err(message) => return out.error(message).await,
     };
-
     let mut text = String::new();
-    if passages.is_empty() {
-        text.push_str(NOTHING_FOUND);
-        out.send("delta", json!({ "text": NOTHING_FOUND })).await;
-    } else {
-        let grounding = Grounding {
-            question: question.text.clone(),
-            history,
-            passages: passages
-                .iter()
-                .enumerate()
-                .map(|(i, p)| passage(i + 1, p))
-                .collect(),
-        };
-        let mut pieces = match generation.generator.answer(&grounding).await {
-            Ok(pieces) => pieces,
-            Err(e) => {
-                tracing::warn!(error = %e, "the generator failed before answering");
-                return out.error(e.to_string()).await;
-            }
-        };
-        while let Some(piece) = pieces.next().await {
-            match piece {
-                Ok(piece) if piece.is_empty() => {}
-                Ok(piece) => {
-                    text.push_str(&piece);
-                    out.send("delta", json!({ "text": piece })).await;
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "the generator failed while answering");
-                    return out.error(e.to_string()).await;
+    match answering.pieces {
+        None => {
+            text.push_str(NOTHING_FOUND);
+            out.send("delta", json!({ "text": NOTHING_FOUND })).await;
+        }
+        Some(mut pieces) => {
+            while let Some(piece) = pieces.next().await {
+                match piece {
+                    Ok(piece) if piece.is_empty() => {}
+                    Ok(piece) => {
+                        text.push_str(&piece);
+                        out.send("delta", json!({ "text": piece })).await;
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "the generator failed while answering");
+                        return out.error(e.to_string()).await;
+                    }
                 }
             }
         }
@@ -146,10 +119,7 @@ async fn answer(state: &AppState, mut ticket: Ticket, question: Question, out: &
     // The slot is not needed to store the answer: the next in line may start.
     drop(ticket);
 
-    let citations: Vec<CitationJson> = cited_markers(&text, passages.len())
-        .into_iter()
-        .map(|n| CitationJson::of(n, &passages[n - 1]))
-        .collect();
+    let citations = citations(&text, &answering.passages);
     let conversation_id = question.conversation.unwrap_or_default();
     let generator = generation.generator.name();
     let stored = state
@@ -206,8 +176,7 @@ pub async fn answer_collected(
     scope: &SourceScope,
     question: &str,
 ) -> Result<CollectedAnswer, String> {
-    let generation = &state.generation;
-    let mut ticket = generation.queue.join().map_err(|full| {
+    let mut ticket = state.generation.queue.join().map_err(|full| {
         format!(
             "{} questions are already waiting for the model",
             full.max_waiting
@@ -216,47 +185,80 @@ pub async fn answer_collected(
     while ticket.place() != Place::Running {
         ticket.changed().await;
     }
-    let passages =
-        crate::search::search(state, scope, question, generation.settings.passages, None)
-            .await
-            .map_err(|e| e.to_string())?
-            .results;
-    let generator = generation.generator.name();
+    let answering = start(state, scope, question, question, Vec::new()).await?;
+    let mut text = String::new();
+    match answering.pieces {
+        None => text.push_str(NOTHING_FOUND),
+        Some(mut pieces) => {
+            while let Some(piece) = pieces.next().await {
+                text.push_str(&piece.map_err(|e| e.to_string())?);
+            }
+        }
+    }
+    drop(ticket);
+    Ok(CollectedAnswer {
+        citations: citations(&text, &answering.passages),
+        text,
+        generator: state.generation.generator.name(),
+    })
+}
+
+/// The passages retrieved for an answer and, when there are any, the generator's stream.
+struct Answering {
+    passages: Vec<SearchResultJson>,
+    /// `None` when nothing was retrieved: the answer is [`NOTHING_FOUND`] and the model is
+    /// not asked.
+    pieces: Option<TextStream>,
+}
+
+/// Retrieves passages for `query` over `scope`, numbers them and starts the generator on
+/// `question`. The error is the message for the client (causes are logged).
+async fn start(
+    state: &AppState,
+    scope: &SourceScope,
+    query: &str,
+    question: &str,
+    history: Vec<Turn>,
+) -> Result<Answering, String> {
+    let generation = &state.generation;
+    let passages = crate::search::search(state, scope, query, generation.settings.passages, None)
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, "retrieval for an answer failed");
+            "retrieval failed; the cause has been logged".to_owned()
+        })?
+        .results;
     if passages.is_empty() {
-        return Ok(CollectedAnswer {
-            text: NOTHING_FOUND.to_owned(),
-            citations: Vec::new(),
-            generator,
+        return Ok(Answering {
+            passages,
+            pieces: None,
         });
     }
     let grounding = Grounding {
         question: question.to_owned(),
-        history: Vec::new(),
+        history,
         passages: passages
             .iter()
             .enumerate()
             .map(|(i, p)| passage(i + 1, p))
             .collect(),
     };
-    let mut pieces = generation
-        .generator
-        .answer(&grounding)
-        .await
-        .map_err(|e| e.to_string())?;
-    let mut text = String::new();
-    while let Some(piece) = pieces.next().await {
-        text.push_str(&piece.map_err(|e| e.to_string())?);
-    }
-    drop(ticket);
-    let citations = cited_markers(&text, passages.len())
+    let pieces = generation.generator.answer(&grounding).await.map_err(|e| {
+        tracing::warn!(error = %e, "the generator failed before answering");
+        e.to_string()
+    })?;
+    Ok(Answering {
+        passages,
+        pieces: Some(pieces),
+    })
+}
+
+/// The citations of the markers `text` contains, in order of first mention.
+fn citations(text: &str, passages: &[SearchResultJson]) -> Vec<CitationJson> {
+    cited_markers(text, passages.len())
         .into_iter()
         .map(|n| CitationJson::of(n, &passages[n - 1]))
-        .collect();
-    Ok(CollectedAnswer {
-        text,
-        citations,
-        generator,
-    })
+        .collect()
 }
 
 /// The conversation's earlier exchanges, oldest first, within the history budget.

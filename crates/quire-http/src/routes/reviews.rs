@@ -4,7 +4,7 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use chrono::{DateTime, SecondsFormat, Utc};
+use quire_core::wire_timestamp as iso;
 use quire_core::{DocumentId, SourceScope};
 use quire_store::{ReviewDecision, ReviewRecord};
 use serde::{Deserialize, Serialize};
@@ -33,10 +33,6 @@ pub(super) struct ReviewJson {
     #[serde(skip_serializing_if = "Option::is_none")]
     findings: Option<serde_json::Value>,
     finding_count: usize,
-}
-
-fn iso(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
 impl ReviewJson {

@@ -4,7 +4,7 @@
 use axum::Json;
 use axum::extract::{Query, State};
 use axum::http::{StatusCode, header};
-use chrono::{DateTime, SecondsFormat, Utc};
+use quire_core::wire_timestamp as iso;
 use quire_core::{WebhookEvent, WebhookId};
 use quire_store::{DeliveryAttempt, NewWebhook, WebhookRecord};
 use serde::{Deserialize, Serialize};
@@ -75,10 +75,6 @@ impl From<&DeliveryAttempt> for DeliveryJson {
             success: a.error.is_none() && a.status_code.is_some_and(|s| (200..300).contains(&s)),
         }
     }
-}
-
-fn iso(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
 pub(super) async fn list(

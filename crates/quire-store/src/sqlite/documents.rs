@@ -114,6 +114,17 @@ pub(super) async fn get(
     row.as_ref().map(codec::document_from_row).transpose()
 }
 
+/// A document by its id alone, whatever its source (administrators see every source).
+pub(super) async fn find(pool: &SqlitePool, id: DocumentId) -> StoreResult<Option<DocumentRecord>> {
+    let row = sqlx::query(&format!(
+        "SELECT {DOCUMENT_COLUMNS} FROM documents d WHERE d.id = ?"
+    ))
+    .bind(id.to_string())
+    .fetch_optional(pool)
+    .await?;
+    row.as_ref().map(codec::document_from_row).transpose()
+}
+
 pub(super) async fn delete(
     pool: &SqlitePool,
     scope: &SourceScope,

@@ -111,6 +111,10 @@ impl Store for SqliteStore {
         documents::get(&self.pool, scope, source, id).await
     }
 
+    async fn find_document(&self, id: DocumentId) -> StoreResult<Option<DocumentRecord>> {
+        documents::find(&self.pool, id).await
+    }
+
     async fn delete_document(
         &self,
         scope: &SourceScope,
