@@ -9,10 +9,12 @@
 //! happens here, in one place, and no endpoint can forget it.
 
 mod error;
+mod location;
 mod sqlite;
 mod types;
 
 pub use error::StoreError;
+pub use location::{StoreLocation, open};
 pub use sqlite::SqliteStore;
 pub use types::{
     AdminSession, AuditEntry, ClaimedJob, ConversationRecord, Created, DeliveryAttempt,
@@ -285,4 +287,9 @@ pub trait Store: Send + Sync + 'static {
     async fn document_status_counts(&self) -> StoreResult<Vec<(DocumentStatus, u64)>>;
     /// Up to `limit` failed documents of every source, the most recently failed first.
     async fn recent_failures(&self, limit: u32) -> StoreResult<Vec<DocumentRecord>>;
+
+    // --- lifecycle ---
+
+    /// Closes every connection, waiting for those in use. Calls after it fail.
+    async fn close(&self);
 }

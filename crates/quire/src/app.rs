@@ -16,7 +16,7 @@ use quire_ingest::{Ingest, IngestSettings, JobRunner, Originals, Semantic, Worke
 use quire_models::generate::{Extractive, Generator, OpenAiChat, OpenAiChatSettings};
 use quire_models::{Embedder, LocalEmbedder, OpenAiEmbedder, OpenAiSettings};
 use quire_search::KeywordIndex;
-use quire_store::{SqliteStore, Store};
+use quire_store::{Store, StoreLocation};
 use tokio::net::TcpListener;
 
 use crate::config::Config;
@@ -28,21 +28,24 @@ const HOUSEKEEPING_INTERVAL: Duration = Duration::from_secs(300);
 #[derive(Debug)]
 pub struct App {
     state: AppState,
-    store: Arc<SqliteStore>,
     config: Config,
 }
 
-/// Opens the SQLite database in `data_dir` (for commands that need nothing else, like `keys`).
-pub async fn open_store(data_dir: &Path) -> anyhow::Result<SqliteStore> {
-    std::fs::create_dir_all(data_dir)
-        .with_context(|| format!("could not create data directory {}", data_dir.display()))?;
-    Ok(SqliteStore::open(&data_dir.join("quire.db")).await?)
+/// Opens the configured store (`store.url`; by default SQLite in the data directory), for
+/// `serve` and for commands that need nothing else, like `keys`.
+pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
+    let location = config.store_location()?;
+    quire_store::open(&location)
+        .await
+        .with_context(|| format!("could not open the store at {location}"))
 }
 
 /// Opens the data directory and assembles the service.
 pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App> {
     let data_dir = &config.data_dir;
-    let store = Arc::new(open_store(data_dir).await?);
+    std::fs::create_dir_all(data_dir)
+        .with_context(|| format!("could not create data directory {}", data_dir.display()))?;
+    let store = open_store(config).await?;
     let index_dir = data_dir.join("index").join("keyword");
     let index = Arc::new(KeywordIndex::open(&index_dir).with_context(|| {
         format!(
@@ -81,7 +84,7 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
     } else {
         tracing::warn!("{semantic_note}");
     }
-    let dyn_store: Arc<dyn Store> = store.clone();
+    let dyn_store = Arc::clone(&store);
     let ingest = Arc::new(
         Ingest::new(
             Arc::clone(&dyn_store),
@@ -133,7 +136,6 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
     };
     Ok(App {
         state,
-        store,
         config: config.clone(),
     })
 }
@@ -161,6 +163,7 @@ impl App {
         // This process owns the data directory (the index lock proves it), so any job still
         // marked running belongs to a process that died: put it back in the queue.
         let requeued = self
+            .state
             .store
             .requeue_running_jobs(self.state.clock.now())
             .await?;
@@ -242,8 +245,9 @@ impl App {
                 .shutdown(Duration::from_secs(workers.shutdown_grace_seconds))
                 .await;
         }
+        let store = Arc::clone(&self.state.store);
         drop(self.state);
-        self.store.close().await;
+        store.close().await;
         served
     }
 }

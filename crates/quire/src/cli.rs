@@ -274,7 +274,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Keys { command } => {
             init_logging(&config, "warn");
-            let store = crate::open_store(&config.data_dir).await?;
+            let store = crate::open_store(&config).await?;
             let out = match command {
                 KeysCommand::Create {
                     name,
@@ -289,10 +289,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                         sources,
                         rate_limit,
                     };
-                    keys::create(&store, args, json).await
+                    keys::create(store.as_ref(), args, json).await
                 }
-                KeysCommand::List { json } => keys::list(&store, json).await,
-                KeysCommand::Revoke { id, json } => keys::revoke(&store, &id, json).await,
+                KeysCommand::List { json } => keys::list(store.as_ref(), json).await,
+                KeysCommand::Revoke { id, json } => keys::revoke(store.as_ref(), &id, json).await,
             };
             store.close().await;
             println!("{}", out?);
@@ -302,26 +302,26 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             command: AdminCommand::SetPassword,
         } => {
             init_logging(&config, "warn");
-            let store = crate::open_store(&config.data_dir).await?;
-            let out = admin_cli::set_password(&store, std::io::stdin().lock()).await;
+            let store = crate::open_store(&config).await?;
+            let out = admin_cli::set_password(store.as_ref(), std::io::stdin().lock()).await;
             store.close().await;
             println!("{}", out?);
             Ok(())
         }
         Command::Review { command } => {
             init_logging(&config, "warn");
-            let store = crate::open_store(&config.data_dir).await?;
+            let store = crate::open_store(&config).await?;
             let out = match command {
-                ReviewCommand::List { json } => review_cli::list(&store, json).await,
-                ReviewCommand::Show { id, json } => review_cli::show(&store, &id, json).await,
+                ReviewCommand::List { json } => review_cli::list(store.as_ref(), json).await,
+                ReviewCommand::Show { id, json } => review_cli::show(store.as_ref(), &id, json).await,
                 ReviewCommand::Approve { id } => {
-                    review_cli::decide(&store, &id, quire_store::ReviewDecision::Approve).await
+                    review_cli::decide(store.as_ref(), &id, quire_store::ReviewDecision::Approve).await
                 }
                 ReviewCommand::Redact { id } => {
-                    review_cli::decide(&store, &id, quire_store::ReviewDecision::Redact).await
+                    review_cli::decide(store.as_ref(), &id, quire_store::ReviewDecision::Redact).await
                 }
                 ReviewCommand::Reject { id } => {
-                    review_cli::reject(&store, &config.data_dir, &id).await
+                    review_cli::reject(store.as_ref(), &config.data_dir, &id).await
                 }
             };
             store.close().await;
@@ -330,11 +330,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Webhooks { command } => {
             init_logging(&config, "warn");
-            let store = crate::open_store(&config.data_dir).await?;
+            let store = crate::open_store(&config).await?;
             let out = match command {
-                WebhooksCommand::List { json } => webhooks_cli::list(&store, json).await,
+                WebhooksCommand::List { json } => webhooks_cli::list(store.as_ref(), json).await,
                 WebhooksCommand::Deliveries { id, limit, json } => {
-                    webhooks_cli::deliveries(&store, &id, limit, json).await
+                    webhooks_cli::deliveries(store.as_ref(), &id, limit, json).await
                 }
             };
             store.close().await;

@@ -41,6 +41,18 @@ pub struct Config {
     pub webhooks: WebhooksConfig,
     /// Personal data: which documents wait for an administrator's review.
     pub pii: PiiConfig,
+    /// Where metadata, jobs, keys and the outbox live.
+    pub store: StoreConfig,
+}
+
+/// `[store]`: the database behind the service, chosen at run time.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoreConfig {
+    /// `sqlite:///path/to/quire.db` or `postgres://user:password@host/db`; unset: SQLite in
+    /// the data directory (`<data_dir>/quire.db`), the embedded default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<Secret<String>>,
 }
 
 /// `[pii]`: documents are screened for personal data after parsing; those this policy holds
@@ -462,6 +474,7 @@ impl Default for Config {
             llm: LlmConfig::default(),
             webhooks: WebhooksConfig::default(),
             pii: PiiConfig::default(),
+            store: StoreConfig::default(),
         }
     }
 }
@@ -510,6 +523,16 @@ pub struct Overrides {
 }
 
 impl Config {
+    /// Where the store is: `store.url`, else `quire.db` in the data directory.
+    pub fn store_location(&self) -> anyhow::Result<quire_store::StoreLocation> {
+        match &self.store.url {
+            Some(url) => Ok(quire_store::StoreLocation::parse(url.expose())?),
+            None => Ok(quire_store::StoreLocation::Sqlite(
+                self.data_dir.join("quire.db"),
+            )),
+        }
+    }
+
     /// Loads the layers: defaults, then `file`, then the environment `env`, then `flags`.
     pub fn load(
         file: Option<&Path>,
@@ -544,6 +567,7 @@ impl Config {
     }
 
     fn validate(&self) -> anyhow::Result<()> {
+        self.store_location()?;
         if self.limits.max_upload_bytes == 0 {
             bail!("limits.max_upload_bytes must be at least 1");
         }
@@ -654,6 +678,11 @@ fn merge(base: &mut Table, over: Table) {
 /// Settings that are unset (`None`) by default, as (table, key, example value). They are
 /// missing from the table of defaults, where [`apply_env`] looks, so they are handled apart.
 const OPTIONAL_SETTINGS: &[(&str, &str, &str)] = &[
+    (
+        "store",
+        "url",
+        "\"postgres://quire:password@db.example/quire\"  # unset: sqlite in data_dir",
+    ),
     (
         "parsing",
         "worker_program",

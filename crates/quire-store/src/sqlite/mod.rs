@@ -61,11 +61,6 @@ impl SqliteStore {
         migrations::run(&pool).await?;
         Ok(Self { pool })
     }
-
-    /// Closes every connection; waits for those in use.
-    pub async fn close(&self) {
-        self.pool.close().await;
-    }
 }
 
 #[async_trait]
@@ -361,5 +356,9 @@ impl Store for SqliteStore {
 
     async fn recent_failures(&self, limit: u32) -> StoreResult<Vec<DocumentRecord>> {
         admin::recent_failures(&self.pool, limit).await
+    }
+
+    async fn close(&self) {
+        self.pool.close().await;
     }
 }

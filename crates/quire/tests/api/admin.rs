@@ -593,7 +593,9 @@ async fn the_environment_sets_the_first_password_only() {
         "{log}"
     );
     assert!(!log.contains(PASSWORD), "the password reached the log");
-    let store = quire::open_store(dir.path()).await.unwrap();
+    let store = quire::open_store(&crate::helpers::test_config(dir.path()))
+        .await
+        .unwrap();
     let first = store.admin_password_hash().await.unwrap().unwrap();
     assert!(quire_admin::password::verify(PASSWORD, &first).unwrap());
 

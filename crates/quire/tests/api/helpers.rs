@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use quire::Config;
 use quire_core::{ManualClock, Permission, SourceId, SourceScope};
 use quire_http::api_keys::{KeySpec, issue_key};
-use quire_store::SqliteStore;
+use quire_store::Store;
 use reqwest::multipart::{Form, Part};
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
@@ -30,7 +30,7 @@ pub struct TestServer {
     pub client: reqwest::Client,
     pub clock: Arc<ManualClock>,
     /// A second handle on the server's database, as the CLI would open it.
-    pub store: SqliteStore,
+    pub store: Arc<dyn Store>,
     pub data_dir: Arc<TempDir>,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<anyhow::Result<()>>>,
@@ -74,7 +74,7 @@ impl TestServer {
         let task = tokio::spawn(app.serve(listener, async {
             let _ = rx.await;
         }));
-        let store = quire::open_store(data_dir.path()).await.unwrap();
+        let store = quire::open_store(&config).await.unwrap();
         Self {
             addr,
             client: reqwest::Client::new(),
@@ -95,7 +95,7 @@ impl TestServer {
     }
 
     pub async fn store_keys(&self) -> Vec<quire_core::KeyId> {
-        quire_store::Store::list_keys(&self.store)
+        self.store.list_keys()
             .await
             .unwrap()
             .into_iter()
@@ -123,7 +123,7 @@ impl TestServer {
             scope,
             rate_limit,
         };
-        let (_, secret) = issue_key(&self.store, self.clock.as_ref(), spec)
+        let (_, secret) = issue_key(self.store.as_ref(), self.clock.as_ref(), spec)
             .await
             .unwrap();
         secret.expose().clone()

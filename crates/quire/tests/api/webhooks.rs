@@ -483,10 +483,10 @@ async fn an_event_written_before_a_restart_is_delivered_once_after_it() {
     let (data_dir, clock) = server.stop().await;
 
     // While the service is down, a status change writes its event to the outbox.
-    let store = quire::open_store(data_dir.path()).await.unwrap();
-    let written = quire_store::Store::enqueue_event(
-        &store,
-        doc.parse().unwrap(),
+    let store = quire::open_store(&crate::helpers::test_config(data_dir.path()))
+        .await
+        .unwrap();
+    let written = store.enqueue_event(doc.parse().unwrap(),
         quire_core::WebhookEvent::DocumentPiiDetected,
         json!({"piiTypes": ["person_name"]}),
         chrono::Utc::now(),
