@@ -2,6 +2,7 @@
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use quire_app::AppError;
 use quire_store::StoreError;
 
 use crate::html;
@@ -15,6 +16,9 @@ pub enum AdminError {
     /// Staging, accepting or deleting a document failed.
     #[error(transparent)]
     Ingest(#[from] quire_ingest::IngestError),
+    /// A use case refused or failed.
+    #[error(transparent)]
+    App(#[from] AppError),
     /// Hashing or checking a password failed (not a wrong password: a broken hash or setup).
     #[error("password hashing failed: {0}")]
     Hashing(String),
@@ -25,9 +29,28 @@ pub enum AdminError {
 
 impl IntoResponse for AdminError {
     fn into_response(self) -> Response {
-        // Every variant is a fault of the service, not of the request; the details go to the
-        // log only.
+        // A refusal the pages did not handle themselves is shown with its reason; every other
+        // variant is a fault of the service, whose details go to the log only.
+        let refused = |status: StatusCode, message: &str| {
+            html::bare_page(
+                status,
+                "Request refused",
+                &format!("<p>{}</p>", html::esc(message)),
+            )
+        };
         match &self {
+            AdminError::App(AppError::Invalid(m)) => {
+                return refused(StatusCode::BAD_REQUEST, m);
+            }
+            AdminError::App(AppError::NotFound(m)) => return refused(StatusCode::NOT_FOUND, m),
+            AdminError::App(AppError::Conflict(m)) => return refused(StatusCode::CONFLICT, m),
+            AdminError::App(AppError::TooLarge(m)) => {
+                return refused(StatusCode::PAYLOAD_TOO_LARGE, m);
+            }
+            AdminError::App(e @ (AppError::RateLimited(_) | AppError::QueueFull(_))) => {
+                return refused(StatusCode::TOO_MANY_REQUESTS, &e.to_string());
+            }
+            AdminError::App(AppError::Internal) => {}
             AdminError::Store(_)
             | AdminError::Ingest(_)
             | AdminError::Hashing(_)

@@ -32,22 +32,22 @@ use axum::http::{HeaderValue, Response, header};
 use axum::middleware::map_response;
 use axum::response::Redirect;
 use axum::routing::{any, get, post};
-use quire_http::AppState;
+use quire_app::Services;
 
 pub use error::AdminError;
 pub use password::{MIN_PASSWORD_CHARS, PasswordError};
 pub use throttle::SignInThrottle;
 
-/// What the admin handlers share: the API's state and the sign-in throttle.
+/// What the admin handlers share: the application's services and the sign-in throttle.
 #[derive(Clone)]
 pub(crate) struct AdminState {
-    pub(crate) app: AppState,
+    pub(crate) app: Services,
     pub(crate) throttle: Arc<SignInThrottle>,
 }
 
 /// The `/admin` routes, to be merged with the API's router (they add no fallback of their own
 /// outside `/admin`).
-pub fn router(state: AppState) -> Router {
+pub fn router(state: Services) -> Router {
     let state = AdminState {
         app: state,
         throttle: Arc::new(SignInThrottle::default()),

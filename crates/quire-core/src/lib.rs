@@ -1,8 +1,10 @@
 //! Quire's domain: identifiers, statuses, permissions, source scopes, validated inputs and the
-//! traits for services from outside (the clock). No I/O and no framework types live here, so
+//! traits for services from outside (the clock, the embedder, the answer generator). No I/O and no framework types live here, so
 //! every other crate can share these definitions without pulling in axum or sqlx.
 
 pub mod clock;
+pub mod embed;
+pub mod generate;
 pub mod ids;
 pub mod input;
 pub mod model;

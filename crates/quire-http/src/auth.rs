@@ -13,8 +13,8 @@ use axum::response::{IntoResponse, Response};
 use chrono::Duration;
 use quire_core::{ApiKeyRecord, Permission, SourceScope};
 
-use crate::api_keys::{hash_key, looks_like_key};
 use crate::{ApiError, AppState};
+use quire_app::keys::{hash_key, looks_like_key};
 
 /// The authenticated caller of a request.
 #[derive(Debug, Clone)]
@@ -105,7 +105,7 @@ pub(crate) async fn authenticate(
     let mut response = next.run(request).await;
     if !response.headers().contains_key("x-ratelimit-limit") {
         match state.limiter.peek(&key).await {
-            Ok(limit) => limit.apply(response.headers_mut()),
+            Ok(limit) => crate::apply_headers(&limit, response.headers_mut()),
             Err(e) => tracing::warn!(error = %e, "could not read rate-limit window"),
         }
     }

@@ -5,12 +5,11 @@
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use quire_ingest::{IngestError, StageError};
-use quire_search::SearchError;
+use quire_app::AppError;
+use quire_app::rate_limit::RateLimitState;
+use quire_ingest::IngestError;
 use quire_store::StoreError;
 use serde::Serialize;
-
-use crate::RateLimitState;
 
 /// A failed request, as the client will see it.
 #[derive(Debug)]
@@ -126,7 +125,7 @@ impl IntoResponse for ApiError {
         let mut response = (status, Json(body)).into_response();
         match &self {
             Self::RateLimited(state) => {
-                state.apply(response.headers_mut());
+                crate::apply_headers(state, response.headers_mut());
                 response
                     .headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from(state.retry_after));
@@ -147,50 +146,31 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// The one mapping from the application layer's errors to HTTP.
+impl From<AppError> for ApiError {
+    fn from(e: AppError) -> Self {
+        match e {
+            AppError::Invalid(m) => Self::BadRequest(m),
+            AppError::NotFound(m) => Self::NotFound(m),
+            AppError::Conflict(m) => Self::Conflict(m),
+            AppError::TooLarge(m) => Self::PayloadTooLarge(m),
+            AppError::RateLimited(state) => Self::RateLimited(state),
+            AppError::QueueFull(waiting) => Self::QueueFull(waiting),
+            // The cause was logged where it was classified.
+            AppError::Internal => Self::Internal,
+        }
+    }
+}
+
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
-        match e {
-            StoreError::Invalid(message) => Self::BadRequest(message),
-            StoreError::Database(_) | StoreError::Corrupt(_) | StoreError::Open(_) => {
-                Self::internal(&e)
-            }
-        }
-    }
-}
-
-impl From<SearchError> for ApiError {
-    fn from(e: SearchError) -> Self {
-        match e {
-            SearchError::Index(_) | SearchError::Open(_) | SearchError::Corrupt(_) => {
-                Self::internal(&e)
-            }
-        }
-    }
-}
-
-impl From<StageError> for ApiError {
-    fn from(e: StageError) -> Self {
-        match e {
-            StageError::TooLarge { limit } => Self::PayloadTooLarge(format!(
-                "the file is larger than the upload limit of {limit} bytes"
-            )),
-            StageError::Io(_) => Self::internal(&e),
-        }
+        AppError::from(e).into()
     }
 }
 
 impl From<IngestError> for ApiError {
     fn from(e: IngestError) -> Self {
-        match e {
-            IngestError::SourceNotFound => Self::NotFound("data source not found".into()),
-            IngestError::Store(e) => e.into(),
-            IngestError::Index(e) => e.into(),
-            IngestError::Stage(e) => e.into(),
-            IngestError::Io(_)
-            | IngestError::Task(_)
-            | IngestError::Vectors(_)
-            | IngestError::Embedding(_) => Self::internal(&e),
-        }
+        AppError::from(e).into()
     }
 }
 

@@ -1,6 +1,7 @@
 //! The JSON shapes of the Agent API: camelCase fields, ISO 8601 UTC timestamps with
 //! milliseconds, UUID strings.
 
+use quire_app::search::SearchResult;
 use quire_core::wire_timestamp as iso;
 use quire_core::{DocumentRecord, SourceRecord};
 use serde::Serialize;
@@ -119,43 +120,9 @@ pub struct BulkUploadJson {
     pub results: Vec<BulkEntryJson>,
 }
 
-/// `{id, name}` of a document or source in a search result.
-#[derive(Debug, Serialize)]
-pub struct RefJson {
-    /// Identifier.
-    pub id: String,
-    /// Name.
-    pub name: String,
-}
-
-/// Where in its document a passage is.
-#[derive(Debug, Serialize)]
-pub struct MetadataJson {
-    /// Heading path (empty when the document has no headings there).
-    pub section: String,
-    /// Page number, from 1.
-    pub page: u32,
-}
-
-/// One search result.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SearchResultJson {
-    /// The passage.
-    pub content: String,
-    /// Relevance score (higher is better).
-    pub score: f32,
-    /// The document.
-    pub document: RefJson,
-    /// The document's source.
-    pub data_source: RefJson,
-    /// Section and page.
-    pub metadata: MetadataJson,
-}
-
 /// The answer to a search.
 #[derive(Debug, Serialize)]
 pub struct SearchResponseJson {
     /// Results, best first.
-    pub results: Vec<SearchResultJson>,
+    pub results: Vec<SearchResult>,
 }

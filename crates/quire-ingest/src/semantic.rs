@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use quire_core::embed::{Embedder, ModelError, Purpose};
 use quire_core::{ChunkDraft, DocumentId};
-use quire_models::{Embedder, ModelError, Purpose};
 use quire_search::{VectorError, VectorIndex};
 use quire_store::Store;
 

@@ -9,14 +9,16 @@ use std::time::Duration;
 
 use anyhow::Context;
 use axum::Router;
+use quire_app::answers::{Generation, GenerationQueue};
+use quire_app::rate_limit::RateLimiter;
+use quire_app::{Services, UploadSettings, WebhookSettings};
 use quire_core::Clock;
-use quire_http::generate::{Generation, GenerationQueue};
-use quire_http::{AppState, HttpSettings, RateLimiter, WebhookSettings};
+use quire_http::{AppState, HttpSettings};
 use quire_ingest::{Ingest, IngestSettings, JobRunner, Originals, Semantic, WorkerSettings};
 use quire_models::generate::{Extractive, Generator, OpenAiChat, OpenAiChatSettings};
 use quire_models::{Embedder, LocalEmbedder, OpenAiEmbedder, OpenAiSettings};
 use quire_search::KeywordIndex;
-use quire_store::{Store, StoreLocation};
+use quire_store::Store;
 use tokio::net::TcpListener;
 
 use crate::config::Config;
@@ -117,21 +119,26 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
         config.limits.search_per_minute,
         config.limits.generate_per_minute,
     ));
-    let state = AppState {
+    let services = Services {
         store: dyn_store,
         index,
         ingest,
         limiter,
         clock,
-        settings: HttpSettings {
-            max_json_bytes: config.limits.max_json_bytes,
+        search: config.search.settings(),
+        uploads: UploadSettings {
             max_bulk_files: config.limits.max_bulk_files,
         },
-        search: config.search.settings(),
         semantic_note: Arc::from(semantic_note),
         generation: open_generation(&config.llm)?,
         webhooks: WebhookSettings {
             allow_private_targets: config.webhooks.allow_private_targets,
+        },
+    };
+    let state = AppState {
+        services,
+        settings: HttpSettings {
+            max_json_bytes: config.limits.max_json_bytes,
         },
     };
     Ok(App {
@@ -144,12 +151,13 @@ impl App {
     /// The HTTP application: the Agent API (whose fallback answers every unknown path outside
     /// `/admin` in the JSON error envelope) and the admin web interface under `/admin`.
     pub fn router(&self) -> Router {
-        quire_http::router(self.state.clone()).merge(quire_admin::router(self.state.clone()))
+        quire_http::router(self.state.clone())
+            .merge(quire_admin::router(self.state.services.clone()))
     }
 
-    /// Shared state (for in-process tools such as `quire bench`).
-    pub fn state(&self) -> &AppState {
-        &self.state
+    /// The use cases' services (for in-process tools such as `quire bench`).
+    pub fn services(&self) -> &Services {
+        &self.state.services
     }
 
     /// Serves HTTP on `listener` and runs the workers until `shutdown` completes; then stops

@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Args;
+use quire_app::Services;
 use quire_core::{
     DocumentId, NewSource, SearchLimit, SearchQuery, SourceDescription, SourceId, SourceName,
     SourceRecord, SourceScope, SourceType, SystemClock,
 };
-use quire_http::AppState;
 use quire_ingest::Upload;
 use quire_store::Created;
 use tempfile::TempDir;
@@ -61,7 +61,7 @@ pub async fn search(base: &Config, args: SearchBenchArgs) -> anyhow::Result<()> 
         bail!("nothing to benchmark: no documents or no queries");
     }
     let (_scratch, app, _) = scratch_app(base).await?;
-    let state = app.state().clone();
+    let state = app.services().clone();
     let started = Instant::now();
     let (source, _) = ingest_markdown(
         &state,
@@ -90,12 +90,12 @@ pub async fn search(base: &Config, args: SearchBenchArgs) -> anyhow::Result<()> 
     for (label, scope) in &scopes {
         // One warm-up pass so the first queries do not pay for page faults.
         for q in queries.iter().take(20) {
-            quire_http::search::search(&state, scope, q.as_str(), limit.get(), None).await?;
+            quire_app::search::search(&state, scope, q.as_str(), limit.get(), None).await?;
         }
         let mut times = Vec::with_capacity(queries.len());
         for q in &queries {
             let t = Instant::now();
-            quire_http::search::search(&state, scope, q.as_str(), limit.get(), None).await?;
+            quire_app::search::search(&state, scope, q.as_str(), limit.get(), None).await?;
             times.push(t.elapsed());
         }
         times.sort();
@@ -129,7 +129,7 @@ pub(crate) async fn scratch_app(base: &Config) -> anyhow::Result<(TempDir, App, 
 /// the real pipeline (staging, acceptance, the parse worker, chunking, store, index), until no
 /// job is left. Returns the source and the documents' ids in input order.
 pub(crate) async fn ingest_markdown(
-    state: &AppState,
+    state: &Services,
     name: &str,
     documents: impl Iterator<Item = (String, String)>,
 ) -> anyhow::Result<(SourceRecord, Vec<DocumentId>)> {

@@ -21,9 +21,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Args;
+use quire_app::Services;
+use quire_app::keys::{KeySpec, issue_key};
 use quire_core::{KeyId, Permission, SourceScope, SystemClock};
-use quire_http::AppState;
-use quire_http::api_keys::{KeySpec, issue_key};
 use quire_store::Store;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
@@ -169,10 +169,10 @@ async fn with_fake_model(
         Arc::new(SystemClock),
     )
     .await?;
-    let corpus_id_of = prepare_corpus(app.state(), &inputs.corpus, &config.data_dir).await?;
-    report.describe(app.state(), config, inputs);
+    let corpus_id_of = prepare_corpus(app.services(), &inputs.corpus, &config.data_dir).await?;
+    report.describe(app.services(), config, inputs);
     let timed = &inputs.timed;
-    report.search_alone = search_times(app.state(), timed, config.llm.passages).await?;
+    report.search_alone = search_times(app.services(), timed, config.llm.passages).await?;
     let server = BenchServer::start(app).await?;
     eprintln!("timing retrieval overhead on {} questions…", timed.len());
     report.overhead = retrieval_overhead(&server, &mut fake, timed).await?;
@@ -195,7 +195,7 @@ async fn with_extractive_answerer(
     report: &mut Report,
 ) -> anyhow::Result<()> {
     let app = crate::build(config, Arc::new(SystemClock)).await?;
-    let retrieved = retrieved_documents(app.state(), claims, config, corpus_id_of).await?;
+    let retrieved = retrieved_documents(app.services(), claims, config, corpus_id_of).await?;
     let server = BenchServer::start(app).await?;
     eprintln!("asking {} claims of the extractive answerer…", claims.len());
     report.claims = Some(extractive_claims(&server, claims, &retrieved, corpus_id_of).await?);
@@ -271,7 +271,7 @@ fn judged_claims(
 /// (embedding again for another model) or ingests through the product's pipeline. Returns
 /// the corpus id of each ready document by document id.
 async fn prepare_corpus(
-    state: &AppState,
+    state: &Services,
     corpus: &[Value],
     data_dir: &Path,
 ) -> anyhow::Result<HashMap<String, String>> {
@@ -318,18 +318,18 @@ async fn prepare_corpus(
 /// The product's search call alone, in process, for the timed questions at the number of
 /// passages an answer gets: what retrieval costs without HTTP, queue and prompt.
 async fn search_times(
-    state: &AppState,
+    state: &Services,
     questions: &[String],
     passages: usize,
 ) -> anyhow::Result<Vec<Duration>> {
     let scope = SourceScope::All;
     for question in questions.iter().take(WARM_UP) {
-        quire_http::search::search(state, &scope, question, passages, None).await?;
+        quire_app::search::search(state, &scope, question, passages, None).await?;
     }
     let mut times = Vec::with_capacity(questions.len());
     for question in questions {
         let started = Instant::now();
-        quire_http::search::search(state, &scope, question, passages, None).await?;
+        quire_app::search::search(state, &scope, question, passages, None).await?;
         times.push(started.elapsed());
     }
     times.sort();
@@ -339,14 +339,14 @@ async fn search_times(
 /// For each claim, the corpus ids of the passages retrieval hands the answerer, best first
 /// (the same search the generate handler makes).
 async fn retrieved_documents(
-    state: &AppState,
+    state: &Services,
     claims: &[Claim],
     config: &Config,
     corpus_id_of: &HashMap<String, String>,
 ) -> anyhow::Result<Vec<Vec<String>>> {
     let mut out = Vec::with_capacity(claims.len());
     for claim in claims {
-        let outcome = quire_http::search::search(
+        let outcome = quire_app::search::search(
             state,
             &SourceScope::All,
             &claim.text,
@@ -381,7 +381,7 @@ struct BenchServer {
 impl BenchServer {
     /// Issues a read key without rate limit and serves `app` over HTTP.
     async fn start(app: App) -> anyhow::Result<Self> {
-        let state = app.state();
+        let state = app.services();
         let spec = KeySpec {
             name: "quire bench generate".to_owned(),
             permission: Permission::Read,
@@ -586,7 +586,7 @@ struct Report {
 
 impl Report {
     /// Notes the corpus, model and machine the numbers come from.
-    fn describe(&mut self, state: &AppState, config: &Config, inputs: &Inputs) {
+    fn describe(&mut self, state: &Services, config: &Config, inputs: &Inputs) {
         let embedder = state
             .ingest
             .semantic()

@@ -313,12 +313,16 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let store = crate::open_store(&config).await?;
             let out = match command {
                 ReviewCommand::List { json } => review_cli::list(store.as_ref(), json).await,
-                ReviewCommand::Show { id, json } => review_cli::show(store.as_ref(), &id, json).await,
+                ReviewCommand::Show { id, json } => {
+                    review_cli::show(store.as_ref(), &id, json).await
+                }
                 ReviewCommand::Approve { id } => {
-                    review_cli::decide(store.as_ref(), &id, quire_store::ReviewDecision::Approve).await
+                    review_cli::decide(store.as_ref(), &id, quire_store::ReviewDecision::Approve)
+                        .await
                 }
                 ReviewCommand::Redact { id } => {
-                    review_cli::decide(store.as_ref(), &id, quire_store::ReviewDecision::Redact).await
+                    review_cli::decide(store.as_ref(), &id, quire_store::ReviewDecision::Redact)
+                        .await
                 }
                 ReviewCommand::Reject { id } => {
                     review_cli::reject(store.as_ref(), &config.data_dir, &id).await
@@ -404,7 +408,7 @@ fn parse_worker() -> ExitCode {
 async fn serve(config: Config) -> anyhow::Result<()> {
     tracing::info!(?config, "starting quire {}", env!("CARGO_PKG_VERSION"));
     let app = crate::build(&config, Arc::new(SystemClock)).await?;
-    admin_cli::password_from_env(app.state().store.as_ref(), &SystemClock).await?;
+    admin_cli::password_from_env(app.services().store.as_ref(), &SystemClock).await?;
     let listener = tokio::net::TcpListener::bind(&config.bind)
         .await
         .with_context(|| format!("could not listen on {}", config.bind))?;

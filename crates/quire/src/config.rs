@@ -187,7 +187,7 @@ pub struct LlmConfig {
 
 impl Default for LlmConfig {
     fn default() -> Self {
-        let g = quire_http::generate::GenerationSettings::default();
+        let g = quire_app::answers::GenerationSettings::default();
         Self {
             base_url: None,
             model: None,
@@ -207,8 +207,8 @@ impl Default for LlmConfig {
 
 impl LlmConfig {
     /// The grounding and streaming settings handed to the HTTP layer.
-    pub fn generation_settings(&self) -> quire_http::generate::GenerationSettings {
-        quire_http::generate::GenerationSettings {
+    pub fn generation_settings(&self) -> quire_app::answers::GenerationSettings {
+        quire_app::answers::GenerationSettings {
             passages: self.passages,
             history_turns: self.history_turns,
             history_tokens: self.history_tokens,
@@ -312,11 +312,11 @@ pub struct SearchConfig {
 
 impl Default for SearchConfig {
     fn default() -> Self {
-        let d = quire_http::search::SearchSettings::default();
+        let d = quire_app::search::SearchSettings::default();
         Self {
             fusion: match d.method {
-                quire_http::search::FusionMethod::ReciprocalRank => "rrf".into(),
-                quire_http::search::FusionMethod::Convex => "convex".into(),
+                quire_app::search::FusionMethod::ReciprocalRank => "rrf".into(),
+                quire_app::search::FusionMethod::Convex => "convex".into(),
             },
             rrf_k: d.fusion.k,
             keyword_weight: d.fusion.keyword_weight,
@@ -328,12 +328,12 @@ impl Default for SearchConfig {
 
 impl SearchConfig {
     /// The settings handed to the search code.
-    pub fn settings(&self) -> quire_http::search::SearchSettings {
-        quire_http::search::SearchSettings {
+    pub fn settings(&self) -> quire_app::search::SearchSettings {
+        quire_app::search::SearchSettings {
             method: if self.fusion == "convex" {
-                quire_http::search::FusionMethod::Convex
+                quire_app::search::FusionMethod::Convex
             } else {
-                quire_http::search::FusionMethod::ReciprocalRank
+                quire_app::search::FusionMethod::ReciprocalRank
             },
             fusion: quire_search::FusionParams {
                 k: self.rrf_k,

@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
+use quire_app::Services;
+use quire_app::search::{Retrieval, search};
 use quire_core::{DocumentId, SourceScope, SystemClock};
-use quire_http::AppState;
-use quire_http::search::{Retrieval, search};
 use quire_search::{
     FusedHit, FusionParams, KeywordHit, VectorHit, convex_combination, reciprocal_rank_fusion,
 };
@@ -165,7 +165,7 @@ pub async fn retrieval(base: &Config, args: RetrievalEvalArgs) -> anyhow::Result
             (Some(scratch), app, config)
         }
     };
-    let state = app.state().clone();
+    let state = app.services().clone();
     if args.mode != Mode::Keyword && state.ingest.semantic().is_none() {
         bail!(
             "--mode {:?} needs an embedding model ({}): pass --model-dir DIR or set \
@@ -317,7 +317,7 @@ pub(crate) fn corpus_documents(corpus: &[serde_json::Value]) -> Vec<(String, Str
 /// The number of documents of an eval corpus ingested earlier into this data directory, and
 /// the corpus ids of its ready ones by document id; `None` when the directory holds none.
 pub(crate) async fn ingested_before(
-    state: &AppState,
+    state: &Services,
 ) -> anyhow::Result<Option<(usize, HashMap<String, String>)>> {
     let sources = state.store.list_sources(&SourceScope::All).await?;
     let Some(source) = sources.iter().find(|s| s.name.as_str() == EVAL_SOURCE) else {
@@ -340,7 +340,7 @@ pub(crate) async fn ingested_before(
 /// Ingests the corpus (title as a heading, then the text) through the product's pipeline and
 /// prints the throughput; returns the corpus ids by document id.
 async fn ingest(
-    state: &AppState,
+    state: &Services,
     corpus: &[serde_json::Value],
     query_count: usize,
 ) -> anyhow::Result<HashMap<String, String>> {
@@ -376,7 +376,7 @@ async fn ingest(
 /// Fuses each query's keyword and vector rankings (computed once) under a grid of settings and
 /// prints nDCG@10 for each, best last.
 async fn sweep(
-    state: &AppState,
+    state: &Services,
     queries: &[(String, String)],
     judgements: &HashMap<String, Judgements>,
     corpus_id_of: &HashMap<String, String>,

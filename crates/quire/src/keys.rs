@@ -5,9 +5,10 @@ use quire_core::wire_timestamp as iso;
 use std::fmt::Write as _;
 
 use anyhow::{Context, bail};
+use quire_app::AppError;
+use quire_app::keys::{KeySpec, issue_key};
 use quire_core::{ApiKeyRecord, Clock, KeyId, Permission, SourceId, SourceScope, SystemClock};
-use quire_http::api_keys::{KeySpec, issue_key};
-use quire_store::{Store, StoreError};
+use quire_store::Store;
 use serde_json::{Value, json};
 
 /// Arguments of `keys create`.
@@ -79,7 +80,7 @@ pub async fn create(store: &dyn Store, args: CreateArgs, as_json: bool) -> anyho
     };
     let (key, secret) = match issue_key(store, &SystemClock, spec).await {
         Ok(issued) => issued,
-        Err(StoreError::Invalid(message)) => bail!("{message}"),
+        Err(AppError::Invalid(message)) => bail!("{message}"),
         Err(e) => return Err(e.into()),
     };
     if as_json {

@@ -8,9 +8,9 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
+use quire_app::AppError;
+use quire_app::keys::{KeySpec, issue_key};
 use quire_core::{ApiKeyRecord, KeyId, Permission, SourceId, SourceRecord, SourceScope};
-use quire_http::api_keys::{KeySpec, issue_key};
-use quire_store::StoreError;
 
 use super::audit;
 use crate::html::{csrf_field, esc, opt_time, page, time};
@@ -252,7 +252,7 @@ pub(crate) async fn create(
         match issue_key(state.app.store.as_ref(), state.app.clock.as_ref(), spec).await {
             Ok(issued) => issued,
             // A chosen source was deleted meanwhile.
-            Err(StoreError::Invalid(message)) => {
+            Err(AppError::Invalid(message)) => {
                 return invalid(&state, &signed, &message, &draft).await;
             }
             Err(e) => return Err(e.into()),

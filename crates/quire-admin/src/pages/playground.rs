@@ -100,22 +100,31 @@ pub(crate) async fn search(
         Err(e) => return Ok(refuse(&e.0)),
     };
     if fields.get("action") == Some("ask") {
-        let answered =
-            match quire_http::generate::answer_collected(&state.app, &key.scope, query.as_str())
-                .await
-            {
-                Ok(answered) => answered,
-                Err(message) => return Ok(refuse(&message)),
-            };
+        let answered = match quire_app::answers::answer_collected(
+            &state.app,
+            &key.scope,
+            query.as_str(),
+        )
+        .await
+        {
+            Ok(answered) => answered,
+            Err(message) => return Ok(refuse(&message)),
+        };
         return Ok(render(&signed, &form_html, &answer_html(&answered, &key.name)).into_response());
     }
     let limit = SearchLimit::default().get();
-    let outcome =
-        match quire_http::search::search(&state.app, &key.scope, query.as_str(), limit, None).await
-        {
-            Ok(outcome) => outcome,
-            Err(e) => return Ok(refuse(&e.parts().1.message)),
-        };
+    let outcome = match quire_app::search::search(
+        &state.app,
+        &key.scope,
+        query.as_str(),
+        limit,
+        None,
+    )
+    .await
+    {
+        Ok(outcome) => outcome,
+        Err(e) => return Ok(refuse(&e.to_string())),
+    };
     let results = if outcome.results.is_empty() {
         r#"<p class="muted" id="no-results">Nothing found with this key's sources.</p>"#.to_owned()
     } else {
@@ -145,7 +154,7 @@ pub(crate) async fn search(
 }
 
 /// The answer and its citations.
-fn answer_html(answered: &quire_http::generate::CollectedAnswer, key: &str) -> String {
+fn answer_html(answered: &quire_app::answers::CollectedAnswer, key: &str) -> String {
     let mut citations = String::new();
     for c in &answered.citations {
         let section = if c.section.is_empty() {

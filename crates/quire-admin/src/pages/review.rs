@@ -7,6 +7,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
+use quire_app::{AppError, reviews};
 use quire_core::{DocumentId, SourceScope};
 use quire_store::{ReviewDecision, ReviewRecord};
 use serde_json::Value;
@@ -41,7 +42,7 @@ pub(crate) async fn list(
     signed: Signed,
     Query(query): Query<Done>,
 ) -> Result<Html<String>, AdminError> {
-    let waiting = state.app.store.pending_reviews().await?;
+    let waiting = reviews::pending(&state.app, &SourceScope::All).await?;
     let list = if waiting.is_empty() {
         r#"<p class="muted">No document is waiting for review.</p>"#.to_owned()
     } else {
@@ -185,11 +186,14 @@ pub(crate) async fn decide(
         Some("approve") => ReviewDecision::Approve,
         Some("redact") => ReviewDecision::Redact,
         Some("reject") if form.get("confirm_reject") == Some("yes") => {
-            state
-                .app
-                .ingest
-                .delete(&SourceScope::All, doc.source_id, doc.id)
-                .await?;
+            match reviews::reject(&state.app, &SourceScope::All, doc.id).await {
+                Ok(_) => {}
+                // Decided or deleted by someone else meanwhile.
+                Err(AppError::NotFound(_)) => {
+                    return Ok(Redirect::to("/admin/review?done=gone").into_response());
+                }
+                Err(e) => return Err(e.into()),
+            }
             audit(&state, "review.rejected", describe).await?;
             return Ok(Redirect::to("/admin/review?done=rejected").into_response());
         }
@@ -214,15 +218,13 @@ pub(crate) async fn decide(
                 .into_response());
         }
     };
-    if !state
-        .app
-        .store
-        .decide_review(doc.id, decision, state.app.clock.now())
-        .await?
-    {
-        return Ok(Redirect::to("/admin/review?done=gone").into_response());
+    match reviews::decide(&state.app, &SourceScope::All, doc.id, decision).await {
+        Ok(_) => {}
+        Err(AppError::NotFound(_) | AppError::Conflict(_)) => {
+            return Ok(Redirect::to("/admin/review?done=gone").into_response());
+        }
+        Err(e) => return Err(e.into()),
     }
-    state.app.ingest.notify_worker();
     let (action, done) = match decision {
         ReviewDecision::Approve => ("review.approved", "approved"),
         ReviewDecision::Redact => ("review.redacted", "redacted"),

@@ -6,15 +6,15 @@ use std::fmt::Write as _;
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::multipart::Field;
 use axum::extract::{Multipart, Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
+use quire_app::uploads::{self, PartError};
 use quire_core::{
     DocumentId, DocumentRecord, DocumentStatus, NewSource, SourceDescription, SourceId, SourceName,
     SourceRecord, SourceScope, SourceType,
 };
-use quire_ingest::{StageError, Upload, clean_file_name};
+use quire_ingest::clean_file_name;
 use quire_store::Created;
 use serde_json::{Value, json};
 
@@ -24,9 +24,6 @@ use crate::session::{Form, Signed, csrf_refused};
 use crate::{AdminError, AdminState};
 
 const NAV: &str = "/admin/sources";
-/// Room for multipart boundaries and part headers on top of the file bytes, per part.
-const PART_OVERHEAD_BYTES: u64 = 64 * 1024;
-
 fn not_found(signed: &Signed, what: &str) -> Response {
     (
         StatusCode::NOT_FOUND,
@@ -315,56 +312,6 @@ fn bad_upload(signed: &Signed, source: SourceId, message: &str) -> Response {
         .into_response()
 }
 
-/// Why one file part was not staged.
-enum PartError {
-    TooLarge(u64),
-    Request(String),
-    Failed(AdminError),
-}
-
-/// Streams one part into a staging file; an oversized part is read to its end and dropped.
-async fn receive(state: &AdminState, mut field: Field<'_>) -> Result<Option<Upload>, PartError> {
-    let name = field.file_name().unwrap_or("upload").to_owned();
-    let content_type = field.content_type().map(str::to_owned);
-    let mut staged = state
-        .app
-        .ingest
-        .stage()
-        .await
-        .map_err(|e| PartError::Failed(AdminError::Ingest(e)))?;
-    let mut too_large = None;
-    while let Some(bytes) = field
-        .chunk()
-        .await
-        .map_err(|e| PartError::Request(e.body_text()))?
-    {
-        if too_large.is_some() {
-            continue;
-        }
-        match staged.write(&bytes).await {
-            Ok(()) => {}
-            Err(StageError::TooLarge { limit }) => too_large = Some(limit),
-            Err(e) => return Err(PartError::Failed(AdminError::Ingest(e.into()))),
-        }
-    }
-    if let Some(limit) = too_large {
-        return Err(PartError::TooLarge(limit));
-    }
-    if staged.size() == 0 {
-        // A file input left empty still sends one empty part.
-        return Ok(None);
-    }
-    let staged = staged
-        .finish()
-        .await
-        .map_err(|e| PartError::Failed(AdminError::Ingest(e.into())))?;
-    Ok(Some(Upload {
-        name,
-        content_type,
-        staged,
-    }))
-}
-
 /// POST /admin/sources/{id}/upload: several files in the `files` part; the CSRF field must
 /// come before them.
 pub(crate) async fn upload(
@@ -377,18 +324,14 @@ pub(crate) async fn upload(
     let Ok(mut multipart) = multipart else {
         return Ok(csrf_refused());
     };
-    let max_files = state.app.settings.max_bulk_files;
-    let per_file = state
-        .app
-        .ingest
-        .settings()
-        .max_upload_bytes
-        .saturating_add(PART_OVERHEAD_BYTES);
-    if declared_length(&headers).is_some_and(|n| n > per_file.saturating_mul(max_files as u64)) {
+    let max_files = state.app.uploads.max_bulk_files;
+    if declared_length(&headers)
+        .is_some_and(|n| n > uploads::max_request_bytes(&state.app, max_files))
+    {
         return Ok(too_large_request());
     }
     let mut csrf_seen = false;
-    let mut uploads = Vec::new();
+    let mut received = Vec::new();
     let mut problems = Vec::new();
     let source = source_of(&state, &id).await?;
     loop {
@@ -417,23 +360,28 @@ pub(crate) async fn upload(
                     return Ok(not_found(&signed, "source"));
                 };
                 let name = clean_file_name(field.file_name().unwrap_or(""));
-                if uploads.len() + problems.len() == max_files {
+                if received.len() + problems.len() == max_files {
                     return Ok(bad_upload(
                         &signed,
                         source.id,
                         &format!("Upload at most {max_files} files at once."),
                     ));
                 }
-                match receive(&state, field).await {
-                    Ok(Some(upload)) => uploads.push(upload),
-                    Ok(None) => {}
-                    Err(PartError::TooLarge(limit)) => {
+                let file_name = field.file_name().map(str::to_owned);
+                let content_type = field.content_type().map(str::to_owned);
+                match uploads::receive_part(&state.app, file_name.as_deref(), content_type, field)
+                    .await
+                {
+                    Ok(upload) => received.push(upload),
+                    // A file input left empty still sends one empty part.
+                    Err(PartError::Empty) => {}
+                    Err(PartError::TooLarge { limit }) => {
                         problems.push(format!("{name} is larger than {limit} bytes"));
                     }
-                    Err(PartError::Request(message)) => {
-                        return Ok(bad_upload(&signed, source.id, &message));
+                    Err(PartError::Request(e)) => {
+                        return Ok(bad_upload(&signed, source.id, &e.body_text()));
                     }
-                    Err(PartError::Failed(e)) => return Err(e),
+                    Err(PartError::Failed(e)) => return Err(e.into()),
                 }
             }
             _ if !csrf_seen => return Ok(csrf_refused()),
@@ -446,15 +394,11 @@ pub(crate) async fn upload(
     let Some(source) = source else {
         return Ok(not_found(&signed, "source"));
     };
-    if uploads.is_empty() && problems.is_empty() {
+    if received.is_empty() && problems.is_empty() {
         return Ok(bad_upload(&signed, source.id, "Choose at least one file."));
     }
-    for upload in uploads {
-        let created = state
-            .app
-            .ingest
-            .accept(&SourceScope::All, source.id, upload)
-            .await?;
+    for upload in received {
+        let created = uploads::accept(&state.app, &SourceScope::All, source.id, upload).await?;
         if let Created::New(doc) = &created {
             audit(
                 &state,

@@ -7,8 +7,9 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
+use quire_app::AppError;
 use quire_core::{WebhookEvent, WebhookId};
-use quire_store::{NewWebhook, WebhookRecord};
+use quire_store::WebhookRecord;
 
 use super::audit;
 use crate::AdminState;
@@ -120,47 +121,19 @@ pub(crate) async fn create(
         return Ok(csrf_refused());
     }
     let raw_url = form.get("url").unwrap_or_default().trim().to_owned();
-    let mut events = Vec::new();
-    for name in form.all("events") {
-        match name.parse::<WebhookEvent>() {
-            Ok(event) if !events.contains(&event) => events.push(event),
-            Ok(_) => {}
-            Err(_) => {
-                return invalid(&state, &signed, "Unknown event.", &raw_url, &events).await;
-            }
-        }
-    }
-    let url = match quire_webhooks::check_url(&raw_url) {
-        Ok(url) => url,
-        Err(e) => return invalid(&state, &signed, &e.to_string(), &raw_url, &events).await,
+    let names: Vec<&str> = form.all("events").collect();
+    let registered = match quire_app::webhooks::parse_events(&names) {
+        Ok(events) => quire_app::webhooks::register(&state.app, &raw_url, events).await,
+        Err(e) => Err(e),
     };
-    if events.is_empty() {
-        return invalid(
-            &state,
-            &signed,
-            "Choose at least one event.",
-            &raw_url,
-            &events,
-        )
-        .await;
-    }
-    if let Err(e) =
-        quire_webhooks::resolve_and_check(&url, state.app.webhooks.allow_private_targets).await
-    {
-        return invalid(&state, &signed, &e.to_string(), &raw_url, &events).await;
-    }
-    let secret = quire_webhooks::new_secret().map_err(|e| AdminError::Randomness(e.to_string()))?;
-    let hook = state
-        .app
-        .store
-        .create_webhook(NewWebhook {
-            id: WebhookId::new(),
-            url: url.to_string(),
-            events,
-            secret: secret.clone(),
-            created_at: state.app.clock.now(),
-        })
-        .await?;
+    let (hook, secret) = match registered {
+        Ok(r) => (r.webhook, r.secret),
+        Err(AppError::Invalid(message)) => {
+            let chosen: Vec<WebhookEvent> = names.iter().filter_map(|n| n.parse().ok()).collect();
+            return invalid(&state, &signed, &message, &raw_url, &chosen).await;
+        }
+        Err(e) => return Err(e.into()),
+    };
     audit(
         &state,
         "webhook.created",

@@ -1,21 +1,21 @@
-//! `POST /api/v1/generate`: everything that can be refused is refused here, with a JSON error,
-//! before the event stream starts; then the stream is returned at once and the answer follows
-//! in it (see `generate::stream`).
+//! `POST /api/v1/generate`: the question is validated and queued by the application layer
+//! (`quire_app::answers::ask`), which refuses with a JSON error before the stream starts; then
+//! the event stream is returned at once and each answer event becomes one SSE event.
+
+use std::convert::Infallible;
 
 use axum::extract::State;
 use axum::http::{HeaderValue, header};
-use axum::response::sse::{KeepAlive, Sse};
+use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use quire_core::ConversationId;
+use futures_util::StreamExt;
+use quire_app::answers::{AnswerEvent, AskRequest, ask};
 use serde::Deserialize;
+use serde_json::json;
 
 use crate::auth::{Read, Require};
 use crate::extract::ApiJson;
-use crate::generate::stream::{Question, events};
 use crate::{ApiError, AppState};
-
-/// Longest question, in characters (the spec's limit).
-const MAX_QUERY_CHARS: usize = 4000;
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -30,39 +30,15 @@ pub(super) async fn generate(
     Require(caller, _): Require<Read>,
     ApiJson(body): ApiJson<GenerateBody>,
 ) -> Result<Response, ApiError> {
-    let length = body.query.chars().count();
-    if body.query.trim().is_empty() || length > MAX_QUERY_CHARS {
-        return Err(ApiError::BadRequest(format!(
-            "`query` must be 1 to {MAX_QUERY_CHARS} characters and not only spaces (it has {length})"
-        )));
-    }
-    let scope = super::search::requested_scope(&state, &caller, body.source_ids.as_deref()).await?;
-    let conversation = match body.conversation_id.as_deref() {
-        None => None,
-        Some(raw) => {
-            let id: ConversationId = raw.parse().map_err(|_| {
-                ApiError::BadRequest(format!("`conversationId` is not a UUID: {raw:?}"))
-            })?;
-            // Another key's conversation answers exactly like a missing one.
-            match state.store.get_conversation(id).await? {
-                Some(c) if c.key_id == caller.key.id => Some(id),
-                _ => return Err(ApiError::NotFound(format!("conversation {id} not found"))),
-            }
-        }
+    let request = AskRequest {
+        query: body.query,
+        source_ids: body.source_ids,
+        conversation_id: body.conversation_id,
     };
-    let ticket = state
-        .generation
-        .queue
-        .join()
-        .map_err(|full| ApiError::QueueFull(full.max_waiting))?;
+    let answer = ask(&state, caller.key.id, caller.scope(), request).await?;
     let keep_alive = state.generation.settings.keep_alive;
-    let question = Question {
-        key_id: caller.key.id,
-        scope,
-        text: body.query,
-        conversation,
-    };
-    let mut response = Sse::new(events(state, ticket, question))
+    let events = answer.map(|event| Ok::<_, Infallible>(sse_event(event)));
+    let mut response = Sse::new(events)
         .keep_alive(KeepAlive::new().interval(keep_alive))
         .into_response();
     let headers = response.headers_mut();
@@ -70,4 +46,30 @@ pub(super) async fn generate(
     // nginx (and proxies that copy it) would otherwise hold the events back in a buffer.
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     Ok(response)
+}
+
+/// The SSE form of an answer event (names and fields as `docs/api.md` lists them).
+fn sse_event(event: AnswerEvent) -> Event {
+    let (name, data) = match event {
+        AnswerEvent::Queued { position } => ("queued", json!({ "position": position })),
+        AnswerEvent::Delta { text } => ("delta", json!({ "text": text })),
+        AnswerEvent::Done {
+            conversation_id,
+            message_id,
+            citations,
+            extractive,
+            generator,
+        } => (
+            "done",
+            json!({
+                "conversationId": conversation_id.to_string(),
+                "messageId": message_id.to_string(),
+                "citations": citations,
+                "extractive": extractive,
+                "generator": generator,
+            }),
+        ),
+        AnswerEvent::Error { message } => ("error", json!({ "message": message })),
+    };
+    Event::default().event(name).data(data.to_string())
 }

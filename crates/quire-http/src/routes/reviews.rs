@@ -4,8 +4,9 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use quire_app::reviews;
+use quire_core::DocumentId;
 use quire_core::wire_timestamp as iso;
-use quire_core::{DocumentId, SourceScope};
 use quire_store::{ReviewDecision, ReviewRecord};
 use serde::{Deserialize, Serialize};
 
@@ -53,9 +54,9 @@ impl ReviewJson {
 
 pub(super) async fn list(
     State(state): State<AppState>,
-    Require(_, _): Require<Admin>,
+    Require(caller, _): Require<Admin>,
 ) -> Result<Json<Vec<ReviewJson>>, ApiError> {
-    let waiting = state.store.pending_reviews().await?;
+    let waiting = reviews::pending(&state, caller.scope()).await?;
     Ok(Json(
         waiting.iter().map(|r| ReviewJson::of(r, false)).collect(),
     ))
@@ -63,14 +64,10 @@ pub(super) async fn list(
 
 pub(super) async fn get(
     State(state): State<AppState>,
-    Require(_, _): Require<Admin>,
+    Require(caller, _): Require<Admin>,
     ApiPath(path): ApiPath<ReviewPath>,
 ) -> Result<Json<ReviewJson>, ApiError> {
-    let review = state
-        .store
-        .get_review(path.doc_id)
-        .await?
-        .ok_or_else(|| not_held(path.doc_id))?;
+    let review = reviews::get(&state, caller.scope(), path.doc_id).await?;
     Ok(Json(ReviewJson::of(&review, true)))
 }
 
@@ -94,59 +91,20 @@ pub(super) async fn redact(
 /// `document.ready` is sent) when that is done.
 async fn decide(
     State(state): State<AppState>,
-    Require(_, _): Require<Admin>,
+    Require(caller, _): Require<Admin>,
     ApiPath(path): ApiPath<ReviewPath>,
     decision: ReviewDecision,
 ) -> Result<Json<DocumentJson>, ApiError> {
-    let id = path.doc_id;
-    if !state
-        .store
-        .decide_review(id, decision, state.clock.now())
-        .await?
-    {
-        return Err(not_waiting(&state, id).await);
-    }
-    state.ingest.notify_worker();
-    let review = state
-        .store
-        .get_review(id)
-        .await?
-        .ok_or_else(|| not_held(id))?;
+    let review = reviews::decide(&state, caller.scope(), path.doc_id, decision).await?;
     Ok(Json(DocumentJson::from(&review.document)))
 }
 
 /// Deletes the document and its original file.
 pub(super) async fn reject(
     State(state): State<AppState>,
-    Require(_, _): Require<Admin>,
+    Require(caller, _): Require<Admin>,
     ApiPath(path): ApiPath<ReviewPath>,
 ) -> Result<StatusCode, ApiError> {
-    let id = path.doc_id;
-    let review = state
-        .store
-        .get_review(id)
-        .await?
-        .filter(|r| r.decision.is_none())
-        .ok_or_else(|| ApiError::NotFound(format!("document {id} is not waiting for review")))?;
-    state
-        .ingest
-        .delete(&SourceScope::All, review.document.source_id, id)
-        .await
-        .map_err(|e| ApiError::internal(&e))?;
+    reviews::reject(&state, caller.scope(), path.doc_id).await?;
     Ok(StatusCode::NO_CONTENT)
-}
-
-fn not_held(id: DocumentId) -> ApiError {
-    ApiError::NotFound(format!("document {id} was never held for review"))
-}
-
-async fn not_waiting(state: &AppState, id: DocumentId) -> ApiError {
-    match state.store.get_review(id).await {
-        Ok(Some(review)) => ApiError::Conflict(format!(
-            "document {id} is not waiting for review (it is {})",
-            review.document.status.as_str()
-        )),
-        Ok(None) => not_held(id),
-        Err(e) => ApiError::from(e),
-    }
 }

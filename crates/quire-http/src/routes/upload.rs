@@ -6,9 +6,12 @@ use axum::Json;
 use axum::extract::State;
 use axum::extract::multipart::{Field, MultipartError};
 use axum::http::{HeaderMap, StatusCode, header};
+use quire_app::uploads::{self, PartError};
 use quire_core::SourceId;
-use quire_ingest::{StageError, Upload, clean_file_name};
+use quire_ingest::{Upload, clean_file_name};
 use quire_store::Created;
+
+use quire_app::AppError;
 
 use super::SourcePath;
 use crate::auth::{Principal, ReadWrite, Require};
@@ -17,29 +20,8 @@ use crate::extract::{ApiMultipart, ApiPath};
 use crate::wire::{BulkEntryJson, BulkUploadJson, DocumentJson};
 use crate::{ApiError, AppState};
 
-/// Room for multipart boundaries and part headers on top of the file bytes, per part.
-const PART_OVERHEAD_BYTES: u64 = 64 * 1024;
 /// The multipart field that carries a file.
 const FILE_FIELD: &str = "file";
-
-/// Why one file part was not staged.
-enum PartError {
-    TooLarge(u64),
-    Empty,
-    Request(ApiError),
-}
-
-impl PartError {
-    fn into_api(self) -> ApiError {
-        match self {
-            Self::TooLarge(limit) => ApiError::PayloadTooLarge(format!(
-                "the file is larger than the upload limit of {limit} bytes"
-            )),
-            Self::Empty => ApiError::BadRequest("the `file` part is empty".into()),
-            Self::Request(e) => e,
-        }
-    }
-}
 
 pub(super) async fn single(
     State(state): State<AppState>,
@@ -48,9 +30,8 @@ pub(super) async fn single(
     headers: HeaderMap,
     ApiMultipart(mut multipart): ApiMultipart,
 ) -> Result<(StatusCode, Json<DocumentJson>), ApiError> {
-    let max = state.ingest.settings().max_upload_bytes;
-    check_declared_length(&headers, max.saturating_add(PART_OVERHEAD_BYTES))?;
-    state.ingest.source(caller.scope(), id).await?;
+    check_declared_length(&headers, uploads::max_request_bytes(&state, 1))?;
+    uploads::check_source(&state, caller.scope(), id).await?;
     let mut upload = None;
     while let Some(field) = next_field(&mut multipart).await? {
         if field.name() != Some(FILE_FIELD) {
@@ -61,11 +42,11 @@ pub(super) async fn single(
                 "send one `file` part per upload; use upload-bulk for several files".into(),
             ));
         }
-        upload = Some(receive(&state, field).await.map_err(PartError::into_api)?);
+        upload = Some(receive(&state, field).await.map_err(part_error)?);
     }
     let upload = upload
         .ok_or_else(|| ApiError::BadRequest("the multipart body has no `file` part".into()))?;
-    let created = state.ingest.accept(caller.scope(), id, upload).await?;
+    let created = uploads::accept(&state, caller.scope(), id, upload).await?;
     let status = match created {
         Created::New(_) => StatusCode::ACCEPTED,
         Created::Existing(_) => StatusCode::OK,
@@ -80,14 +61,9 @@ pub(super) async fn bulk(
     headers: HeaderMap,
     ApiMultipart(mut multipart): ApiMultipart,
 ) -> Result<(StatusCode, Json<BulkUploadJson>), ApiError> {
-    let max = state.ingest.settings().max_upload_bytes;
-    let max_files = state.settings.max_bulk_files;
-    check_declared_length(
-        &headers,
-        max.saturating_add(PART_OVERHEAD_BYTES)
-            .saturating_mul(max_files as u64),
-    )?;
-    state.ingest.source(caller.scope(), id).await?;
+    let max_files = state.uploads.max_bulk_files;
+    check_declared_length(&headers, uploads::max_request_bytes(&state, max_files))?;
+    uploads::check_source(&state, caller.scope(), id).await?;
     let mut parts: Vec<(String, Result<Upload, ApiError>)> = Vec::new();
     while let Some(field) = next_field(&mut multipart).await? {
         if field.name() != Some(FILE_FIELD) {
@@ -101,8 +77,8 @@ pub(super) async fn bulk(
         let name = clean_file_name(field.file_name().unwrap_or(""));
         match receive(&state, field).await {
             Ok(upload) => parts.push((name, Ok(upload))),
-            Err(PartError::Request(e)) => return Err(e),
-            Err(e) => parts.push((name, Err(e.into_api()))),
+            Err(PartError::Request(e)) => return Err(multipart_error(e)),
+            Err(e) => parts.push((name, Err(part_error(e)))),
         }
     }
     if parts.is_empty() {
@@ -136,9 +112,7 @@ async fn accept_part(
     part: Result<Upload, ApiError>,
 ) -> BulkEntryJson {
     let outcome = match part {
-        Ok(upload) => state
-            .ingest
-            .accept(caller.scope(), source, upload)
+        Ok(upload) => uploads::accept(state, caller.scope(), source, upload)
             .await
             .map_err(ApiError::from),
         Err(e) => Err(e),
@@ -195,44 +169,16 @@ fn multipart_error(e: MultipartError) -> ApiError {
     }
 }
 
-/// Streams one file part into a staging file. On an oversized part the rest of the part is
-/// read and discarded, so a bulk upload can go on with the next part.
-async fn receive(state: &AppState, mut field: Field<'_>) -> Result<Upload, PartError> {
-    let name = field.file_name().unwrap_or("upload").to_owned();
+/// Streams one file part into a staging file (see `quire_app::uploads`).
+async fn receive(state: &AppState, field: Field<'_>) -> Result<Upload, PartError<MultipartError>> {
+    let name = field.file_name().map(str::to_owned);
     let content_type = field.content_type().map(str::to_owned);
-    let mut staged = state
-        .ingest
-        .stage()
-        .await
-        .map_err(|e| PartError::Request(e.into()))?;
-    let mut too_large = None;
-    while let Some(bytes) = field
-        .chunk()
-        .await
-        .map_err(|e| PartError::Request(multipart_error(e)))?
-    {
-        if too_large.is_some() {
-            continue;
-        }
-        match staged.write(&bytes).await {
-            Ok(()) => {}
-            Err(StageError::TooLarge { limit }) => too_large = Some(limit),
-            Err(e) => return Err(PartError::Request(e.into())),
-        }
+    uploads::receive_part(state, name.as_deref(), content_type, field).await
+}
+
+fn part_error(e: PartError<MultipartError>) -> ApiError {
+    match e {
+        PartError::Request(e) => multipart_error(e),
+        other => other.into_app(|_| AppError::Internal).into(),
     }
-    if let Some(limit) = too_large {
-        return Err(PartError::TooLarge(limit));
-    }
-    if staged.size() == 0 {
-        return Err(PartError::Empty);
-    }
-    let staged = staged
-        .finish()
-        .await
-        .map_err(|e| PartError::Request(e.into()))?;
-    Ok(Upload {
-        name,
-        content_type,
-        staged,
-    })
 }

@@ -4,9 +4,9 @@
 use axum::Json;
 use axum::extract::{Query, State};
 use axum::http::{StatusCode, header};
+use quire_core::WebhookId;
 use quire_core::wire_timestamp as iso;
-use quire_core::{WebhookEvent, WebhookId};
-use quire_store::{DeliveryAttempt, NewWebhook, WebhookRecord};
+use quire_store::{DeliveryAttempt, WebhookRecord};
 use serde::{Deserialize, Serialize};
 
 use crate::auth::{Admin, Require};
@@ -113,57 +113,21 @@ pub(super) async fn create(
     let raw_url = body
         .url
         .ok_or_else(|| ApiError::BadRequest("`url` is required".into()))?;
-    let url =
-        quire_webhooks::check_url(&raw_url).map_err(|e| ApiError::BadRequest(e.to_string()))?;
-    let events = parse_events(body.events)?;
-    quire_webhooks::resolve_and_check(&url, state.webhooks.allow_private_targets)
-        .await
-        .map_err(|e| ApiError::BadRequest(e.to_string()))?;
-    let secret = quire_webhooks::new_secret().map_err(|e| ApiError::internal(&e))?;
-    let webhook = state
-        .store
-        .create_webhook(NewWebhook {
-            id: WebhookId::new(),
-            url: url.to_string(),
-            events,
-            secret: secret.clone(),
-            created_at: state.clock.now(),
-        })
-        .await?;
-    let mut json = WebhookJson::of(&webhook);
-    json.secret = Some(secret);
+    let names = body
+        .events
+        .ok_or_else(|| ApiError::BadRequest("`events` is required".into()))?;
+    let events = quire_app::webhooks::parse_events(&names)?;
+    let registered = quire_app::webhooks::register(&state, &raw_url, events).await?;
+    let mut json = WebhookJson::of(&registered.webhook);
+    json.secret = Some(registered.secret);
     Ok((
         StatusCode::CREATED,
-        [(header::LOCATION, format!("/api/v1/webhooks/{}", webhook.id))],
+        [(
+            header::LOCATION,
+            format!("/api/v1/webhooks/{}", registered.webhook.id),
+        )],
         Json(json),
     ))
-}
-
-/// Non-empty, each one of the three event names, duplicates dropped (order kept).
-fn parse_events(raw: Option<Vec<String>>) -> Result<Vec<WebhookEvent>, ApiError> {
-    let raw = raw.ok_or_else(|| ApiError::BadRequest("`events` is required".into()))?;
-    if raw.is_empty() {
-        return Err(ApiError::BadRequest(
-            "`events` must name at least one event".into(),
-        ));
-    }
-    let mut events = Vec::new();
-    for name in &raw {
-        let event: WebhookEvent = name.parse().map_err(|_| {
-            ApiError::BadRequest(format!(
-                "unknown event {name:?}; events are {}",
-                WebhookEvent::ALL
-                    .iter()
-                    .map(|e| e.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-        })?;
-        if !events.contains(&event) {
-            events.push(event);
-        }
-    }
-    Ok(events)
 }
 
 pub(super) async fn delete(

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use quire::Config;
+use quire_app::keys::{KeySpec, issue_key};
 use quire_core::{ManualClock, Permission, SourceId, SourceScope};
-use quire_http::api_keys::{KeySpec, issue_key};
 use quire_store::Store;
 use reqwest::multipart::{Form, Part};
 use reqwest::{Response, StatusCode};
@@ -95,7 +95,8 @@ impl TestServer {
     }
 
     pub async fn store_keys(&self) -> Vec<quire_core::KeyId> {
-        self.store.list_keys()
+        self.store
+            .list_keys()
             .await
             .unwrap()
             .into_iter()

@@ -2,12 +2,12 @@
 
 use serde::Serialize;
 
-use crate::wire::SearchResultJson;
+use crate::search::SearchResult;
 
 /// One cited passage, as the `done` event lists it.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct CitationJson {
+pub struct Citation {
     /// The marker number in the answer (`[index]`).
     pub index: usize,
     /// The document.
@@ -28,9 +28,9 @@ pub struct CitationJson {
     pub score: f32,
 }
 
-impl CitationJson {
+impl Citation {
     /// The citation of `passage`, numbered `index`.
-    pub(crate) fn of(index: usize, passage: &SearchResultJson) -> Self {
+    pub fn of(index: usize, passage: &SearchResult) -> Self {
         Self {
             index,
             document_id: passage.document.id.clone(),

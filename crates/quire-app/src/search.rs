@@ -16,8 +16,9 @@ use quire_search::{
     FusionParams, KeywordHit, VectorHit, convex_combination, reciprocal_rank_fusion,
 };
 
-use crate::wire::{MetadataJson, RefJson, SearchResultJson};
-use crate::{ApiError, AppState};
+use serde::Serialize;
+
+use crate::{AppError, Services};
 
 /// Extra hits fetched beyond `limit`, to make up for stale ones dropped after the store check.
 const STALE_MARGIN: usize = 8;
@@ -73,9 +74,43 @@ pub enum Retrieval {
 #[derive(Debug)]
 pub struct SearchOutcome {
     /// Results, best first, at most the limit asked for.
-    pub results: Vec<SearchResultJson>,
+    pub results: Vec<SearchResult>,
     /// The rankings actually used (keyword only when no model is available).
     pub retrieval: Retrieval,
+}
+
+/// `{id, name}` of a document or source in a search result.
+#[derive(Debug, Clone, Serialize)]
+pub struct NamedRef {
+    /// Identifier.
+    pub id: String,
+    /// Name.
+    pub name: String,
+}
+
+/// Where in its document a passage is.
+#[derive(Debug, Clone, Serialize)]
+pub struct PassageLocation {
+    /// Heading path (empty when the document has no headings there).
+    pub section: String,
+    /// Page number, from 1.
+    pub page: u32,
+}
+
+/// One search result, in the shape the API returns it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchResult {
+    /// The passage.
+    pub content: String,
+    /// Relevance score (higher is better).
+    pub score: f32,
+    /// The document.
+    pub document: NamedRef,
+    /// The document's source.
+    pub data_source: NamedRef,
+    /// Section and page.
+    pub metadata: PassageLocation,
 }
 
 /// A ranked chunk before it is resolved against the store.
@@ -92,31 +127,34 @@ struct Ranked {
 /// divided by the best possible one, so 1.0 means best in both rankings; vector-only results
 /// carry the cosine similarity.
 pub async fn search(
-    state: &AppState,
+    services: &Services,
     scope: &SourceScope,
     query: &str,
     limit: usize,
     retrieval: Option<Retrieval>,
-) -> Result<SearchOutcome, ApiError> {
-    let semantic = state.ingest.semantic().filter(|s| !s.vectors().is_empty());
+) -> Result<SearchOutcome, AppError> {
+    let semantic = services
+        .ingest
+        .semantic()
+        .filter(|s| !s.vectors().is_empty());
     let retrieval = match (retrieval, semantic) {
         (Some(Retrieval::Keyword), _) | (None, None) => Retrieval::Keyword,
         (Some(asked), Some(_)) => asked,
         (None, Some(_)) => Retrieval::Hybrid,
         (Some(_), None) => {
-            return Err(ApiError::BadRequest(
+            return Err(AppError::Invalid(
                 "semantic search is off: no embedding model is configured or nothing is embedded yet"
                     .into(),
             ));
         }
     };
-    let candidates = state.search.candidates.max(limit + STALE_MARGIN);
+    let candidates = services.search.candidates.max(limit + STALE_MARGIN);
     let keyword_wanted = retrieval != Retrieval::Vector;
     let vector_wanted = retrieval != Retrieval::Keyword;
     let (keyword, vector) = tokio::join!(
         async {
             if keyword_wanted {
-                keyword_hits(state, scope, query, candidates).await
+                keyword_hits(services, scope, query, candidates).await
             } else {
                 Ok(Vec::new())
             }
@@ -139,23 +177,23 @@ pub async fn search(
         }
         Err(e) => return Err(e),
     };
-    let ranked = rank(retrieval, &keyword, &vector, &state.search);
-    let results = resolve(state, scope, ranked, keyword, limit).await?;
+    let ranked = rank(retrieval, &keyword, &vector, &services.search);
+    let results = resolve(services, scope, ranked, keyword, limit).await?;
     Ok(SearchOutcome { results, retrieval })
 }
 
 async fn keyword_hits(
-    state: &AppState,
+    services: &Services,
     scope: &SourceScope,
     query: &str,
     candidates: usize,
-) -> Result<Vec<KeywordHit>, ApiError> {
-    let index = Arc::clone(&state.index);
+) -> Result<Vec<KeywordHit>, AppError> {
+    let index = Arc::clone(&services.index);
     let (text, scope) = (query.to_owned(), scope.clone());
     Ok(
         tokio::task::spawn_blocking(move || index.search(&text, &scope, candidates))
             .await
-            .map_err(|e| ApiError::internal(&e))??,
+            .map_err(|e| AppError::internal(&e))??,
     )
 }
 
@@ -164,17 +202,17 @@ async fn vector_hits(
     scope: &SourceScope,
     query: &str,
     candidates: usize,
-) -> Result<Vec<VectorHit>, ApiError> {
+) -> Result<Vec<VectorHit>, AppError> {
     let embedding = semantic
         .embed_query(query)
         .await
-        .map_err(|e| ApiError::internal(&e))?;
+        .map_err(|e| AppError::internal(&e))?;
     let vectors = Arc::clone(semantic.vectors());
     let scope = scope.clone();
     tokio::task::spawn_blocking(move || vectors.search(&embedding, &scope, candidates))
         .await
-        .map_err(|e| ApiError::internal(&e))?
-        .map_err(|e| ApiError::internal(&e))
+        .map_err(|e| AppError::internal(&e))?
+        .map_err(|e| AppError::internal(&e))
 }
 
 fn rank(
@@ -225,12 +263,12 @@ fn rank(
 /// Turns ranked chunks into results: text from the keyword hits where they have it, from the
 /// store otherwise; names from the store, asked with the caller's scope.
 async fn resolve(
-    state: &AppState,
+    services: &Services,
     scope: &SourceScope,
     mut ranked: Vec<Ranked>,
     keyword: Vec<KeywordHit>,
     limit: usize,
-) -> Result<Vec<SearchResultJson>, ApiError> {
+) -> Result<Vec<SearchResult>, AppError> {
     ranked.truncate(limit + STALE_MARGIN);
     let mut passages: HashMap<(DocumentId, u32), (u32, String, String)> = keyword
         .into_iter()
@@ -254,10 +292,10 @@ async fn resolve(
             if missing.is_empty() {
                 Ok(Vec::new())
             } else {
-                state.store.chunks(&missing).await
+                services.store.chunks(&missing).await
             }
         },
-        state.store.ready_documents(scope, &ids)
+        services.store.ready_documents(scope, &ids)
     );
     for stored in stored? {
         let c = stored.chunk;
@@ -272,18 +310,18 @@ async fn resolve(
         .filter_map(|r| {
             let doc = documents.get(&r.document_id)?;
             let (page, section, content) = passages.remove(&(r.document_id, r.ordinal))?;
-            Some(SearchResultJson {
+            Some(SearchResult {
                 content,
                 score: r.score,
-                document: RefJson {
+                document: NamedRef {
                     id: doc.id.to_string(),
                     name: doc.name.clone(),
                 },
-                data_source: RefJson {
+                data_source: NamedRef {
                     id: doc.source_id.to_string(),
                     name: doc.source_name.clone(),
                 },
-                metadata: MetadataJson { section, page },
+                metadata: PassageLocation { section, page },
             })
         })
         .take(limit)

@@ -1,9 +1,12 @@
-//! Issuing API keys. A key is `qk_` followed by 48 hex digits (192 random bits); only its
+//! Issuing API keys (the admin interface and the CLI), and recognising them (every adapter that
+//! authenticates a request). A key is `qk_` followed by 48 hex digits (192 random bits); only its
 //! SHA-256 is stored. A fast hash is enough because the secret is random, not chosen by a
 //! person, so it cannot be guessed from a dictionary.
 
 use quire_core::{ApiKeyRecord, Clock, KeyId, NewApiKey, Permission, Secret, SourceScope};
-use quire_store::{Store, StoreError};
+use quire_store::Store;
+
+use crate::AppError;
 use sha2::{Digest, Sha256};
 
 const PREFIX: &str = "qk_";
@@ -22,14 +25,15 @@ pub struct KeySpec {
     pub rate_limit: Option<u32>,
 }
 
-/// Creates and stores a key; the secret is returned once and never again.
+/// Creates and stores a key; the secret is returned once and never again. A scope naming a
+/// source that does not exist is [`AppError::Invalid`].
 pub async fn issue_key(
     store: &dyn Store,
     clock: &dyn Clock,
     spec: KeySpec,
-) -> Result<(ApiKeyRecord, Secret<String>), StoreError> {
+) -> Result<(ApiKeyRecord, Secret<String>), AppError> {
     let mut bytes = [0u8; RANDOM_BYTES];
-    getrandom::fill(&mut bytes).map_err(|e| StoreError::Invalid(format!("no randomness: {e}")))?;
+    getrandom::fill(&mut bytes).map_err(|e| AppError::internal(&format!("no randomness: {e}")))?;
     let secret = format!("{PREFIX}{}", hex::encode(bytes));
     let record = store
         .create_key(NewApiKey {

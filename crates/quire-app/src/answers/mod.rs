@@ -1,19 +1,21 @@
-//! Answer generation for `POST /api/v1/generate`: the queue in front of the generator, how
-//! markers become citations, and the task that turns one request into its event stream.
+//! Answers: the queue in front of the generator, how markers become citations, and the task
+//! that turns one question into its events (`queued`, `delta`, `done` or `error`), which the
+//! REST API streams as SSE and the admin playground collects.
 
+mod ask;
 mod citations;
 pub mod queue;
-pub(crate) mod stream;
-
-pub use stream::{CollectedAnswer, answer_collected};
+mod stream;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use quire_models::generate::Generator;
+use quire_core::generate::Generator;
 
-pub use citations::{CitationJson, cited_markers};
+pub use ask::{AskRequest, MAX_QUESTION_CHARS, ask};
+pub use citations::{Citation, cited_markers};
 pub use queue::{GenerationQueue, Place, QueueFull, Ticket};
+pub use stream::{AnswerEvent, CollectedAnswer, NOTHING_FOUND, Question, answer_collected, events};
 
 /// The generator, its queue and how answers are grounded.
 #[derive(Clone)]

@@ -3,28 +3,57 @@
 //! away the channel closes, the task is dropped where it stands, and with it the queue ticket
 //! (the place or slot is given back) and the model's stream (the upstream request is closed).
 
-use std::convert::Infallible;
-
-use axum::response::sse::Event;
 use futures_util::{Stream, StreamExt};
+use quire_core::generate::{Grounding, Passage, TextStream, Turn};
 use quire_core::{ConversationId, KeyId, MessageId, SourceScope};
-use quire_models::generate::{Grounding, Passage, TextStream, Turn};
 use quire_store::NewMessage;
-use serde_json::json;
 use tokio::sync::mpsc;
 
-use super::citations::{CitationJson, cited_markers};
+use super::citations::{Citation, cited_markers};
 use super::queue::{Place, Ticket};
-use crate::AppState;
-use crate::wire::SearchResultJson;
+use crate::Services;
+use crate::search::SearchResult;
 
 /// What the answer says when retrieval finds nothing to ground it on.
 pub const NOTHING_FOUND: &str = "No passage in the documents available to this key matches this question, so there is \
      nothing to answer from.";
 
+/// One event of an answer, in the order they happen.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AnswerEvent {
+    /// Waiting for a slot: `position` questions (this one included) are ahead in line.
+    Queued {
+        /// Place in line, from 1.
+        position: usize,
+    },
+    /// The next piece of the answer's text.
+    Delta {
+        /// The piece.
+        text: String,
+    },
+    /// The answer is complete and stored.
+    Done {
+        /// The conversation it belongs to (new unless the question continued one).
+        conversation_id: ConversationId,
+        /// The stored exchange.
+        message_id: MessageId,
+        /// The passages the answer's markers name, in order of first mention.
+        citations: Vec<Citation>,
+        /// True when the built-in extractive answerer wrote it.
+        extractive: bool,
+        /// What answered.
+        generator: String,
+    },
+    /// Answering failed; nothing more follows. The message is for the client.
+    Error {
+        /// What went wrong (causes of internal failures are logged, not told).
+        message: String,
+    },
+}
+
 /// A validated request, ready to be answered.
 #[derive(Debug)]
-pub(crate) struct Question {
+pub struct Question {
     /// The key asking (and owning the conversation).
     pub key_id: KeyId,
     /// Sources the answer may draw on.
@@ -35,62 +64,63 @@ pub(crate) struct Question {
     pub conversation: Option<ConversationId>,
 }
 
-/// Starts answering `question` once `ticket` gets a slot; the events, as the response streams
-/// them.
-pub(crate) fn events(
-    state: AppState,
+/// Starts answering `question` once `ticket` gets a slot; the events, as they happen. Dropping
+/// the stream stops the work where it stands.
+pub fn events(
+    services: Services,
     ticket: Ticket,
     question: Question,
-) -> impl Stream<Item = Result<Event, Infallible>> {
+) -> impl Stream<Item = AnswerEvent> + Send + 'static {
     // A few events of headroom: a slow reader delays the model a little, never unboundedly.
-    let (sender, receiver) = mpsc::channel::<Event>(16);
+    let (sender, receiver) = mpsc::channel::<AnswerEvent>(16);
     tokio::spawn(async move {
         let out = Events(&sender);
         tokio::select! {
             // The client went away: dropping `answer` here frees the ticket and closes the
             // model's stream.
             () = sender.closed() => {}
-            () = answer(&state, ticket, question, &out) => {}
+            () = answer(&services, ticket, question, &out) => {}
         }
     });
     futures_util::stream::unfold(receiver, |mut receiver| async move {
-        receiver.recv().await.map(|event| (Ok(event), receiver))
+        receiver.recv().await.map(|event| (event, receiver))
     })
 }
 
 /// Writes events; a closed channel is ignored (the select above ends the task).
-struct Events<'a>(&'a mpsc::Sender<Event>);
+struct Events<'a>(&'a mpsc::Sender<AnswerEvent>);
 
 impl Events<'_> {
-    async fn send(&self, name: &str, data: serde_json::Value) {
-        let event = Event::default().event(name).data(data.to_string());
+    async fn send(&self, event: AnswerEvent) {
         let _ = self.0.send(event).await;
     }
 
     async fn error(&self, message: impl Into<String>) {
-        self.send("error", json!({ "message": message.into() }))
-            .await;
+        self.send(AnswerEvent::Error {
+            message: message.into(),
+        })
+        .await;
     }
 }
 
-async fn answer(state: &AppState, mut ticket: Ticket, question: Question, out: &Events<'_>) {
+async fn answer(services: &Services, mut ticket: Ticket, question: Question, out: &Events<'_>) {
     // Told at once, and again at every move, until a slot is ours.
     loop {
         match ticket.place() {
             Place::Running => break,
             Place::Waiting(position) => {
-                out.send("queued", json!({ "position": position })).await;
+                out.send(AnswerEvent::Queued { position }).await;
                 ticket.changed().await;
             }
         }
     }
-    let generation = &state.generation;
-    let history = match history(state, &question).await {
+    let generation = &services.generation;
+    let history = match history(services, &question).await {
         Ok(history) => history,
         Err(message) => return out.error(message).await,
     };
-    let query = retrieval_query(state, &history, &question.text).await;
-    let answering = match start(state, &question.scope, &query, &question.text, history).await {
+    let query = retrieval_query(services, &history, &question.text).await;
+    let answering = match start(services, &question.scope, &query, &question.text, history).await {
         Ok(answering) => answering,
         Err(message) => return out.error(message).await,
     };
@@ -98,7 +128,10 @@ async fn answer(state: &AppState, mut ticket: Ticket, question: Question, out: &
     match answering.pieces {
         None => {
             text.push_str(NOTHING_FOUND);
-            out.send("delta", json!({ "text": NOTHING_FOUND })).await;
+            out.send(AnswerEvent::Delta {
+                text: NOTHING_FOUND.to_owned(),
+            })
+            .await;
         }
         Some(mut pieces) => {
             while let Some(piece) = pieces.next().await {
@@ -106,7 +139,7 @@ async fn answer(state: &AppState, mut ticket: Ticket, question: Question, out: &
                     Ok(piece) if piece.is_empty() => {}
                     Ok(piece) => {
                         text.push_str(&piece);
-                        out.send("delta", json!({ "text": piece })).await;
+                        out.send(AnswerEvent::Delta { text: piece }).await;
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "the generator failed while answering");
@@ -122,7 +155,7 @@ async fn answer(state: &AppState, mut ticket: Ticket, question: Question, out: &
     let citations = citations(&text, &answering.passages);
     let conversation_id = question.conversation.unwrap_or_default();
     let generator = generation.generator.name();
-    let stored = state
+    let stored = services
         .store
         .add_message(NewMessage {
             id: MessageId::new(),
@@ -132,21 +165,18 @@ async fn answer(state: &AppState, mut ticket: Ticket, question: Question, out: &
             answer: text,
             citations: serde_json::to_string(&citations).unwrap_or_else(|_| "[]".into()),
             generator: generator.clone(),
-            created_at: state.clock.now(),
+            created_at: services.clock.now(),
         })
         .await;
     match stored {
         Ok(message) => {
-            out.send(
-                "done",
-                json!({
-                    "conversationId": conversation_id.to_string(),
-                    "messageId": message.id.to_string(),
-                    "citations": citations,
-                    "extractive": generation.generator.is_extractive(),
-                    "generator": generator,
-                }),
-            )
+            out.send(AnswerEvent::Done {
+                conversation_id,
+                message_id: message.id,
+                citations,
+                extractive: generation.generator.is_extractive(),
+                generator,
+            })
             .await;
         }
         Err(e) => {
@@ -163,7 +193,7 @@ pub struct CollectedAnswer {
     /// The answer text with its markers.
     pub text: String,
     /// The passages its markers name.
-    pub citations: Vec<CitationJson>,
+    pub citations: Vec<Citation>,
     /// What answered (`extractive`, or the model and server).
     pub generator: String,
 }
@@ -172,11 +202,11 @@ pub struct CollectedAnswer {
 /// numbered passages, the configured generator, markers to citations), without a
 /// conversation and without storing anything. Waits in the queue like everyone else.
 pub async fn answer_collected(
-    state: &AppState,
+    services: &Services,
     scope: &SourceScope,
     question: &str,
 ) -> Result<CollectedAnswer, String> {
-    let mut ticket = state.generation.queue.join().map_err(|full| {
+    let mut ticket = services.generation.queue.join().map_err(|full| {
         format!(
             "{} questions are already waiting for the model",
             full.max_waiting
@@ -185,7 +215,7 @@ pub async fn answer_collected(
     while ticket.place() != Place::Running {
         ticket.changed().await;
     }
-    let answering = start(state, scope, question, question, Vec::new()).await?;
+    let answering = start(services, scope, question, question, Vec::new()).await?;
     let mut text = String::new();
     match answering.pieces {
         None => text.push_str(NOTHING_FOUND),
@@ -199,13 +229,13 @@ pub async fn answer_collected(
     Ok(CollectedAnswer {
         citations: citations(&text, &answering.passages),
         text,
-        generator: state.generation.generator.name(),
+        generator: services.generation.generator.name(),
     })
 }
 
 /// The passages retrieved for an answer and, when there are any, the generator's stream.
 struct Answering {
-    passages: Vec<SearchResultJson>,
+    passages: Vec<SearchResult>,
     /// `None` when nothing was retrieved: the answer is [`NOTHING_FOUND`] and the model is
     /// not asked.
     pieces: Option<TextStream>,
@@ -214,20 +244,21 @@ struct Answering {
 /// Retrieves passages for `query` over `scope`, numbers them and starts the generator on
 /// `question`. The error is the message for the client (causes are logged).
 async fn start(
-    state: &AppState,
+    services: &Services,
     scope: &SourceScope,
     query: &str,
     question: &str,
     history: Vec<Turn>,
 ) -> Result<Answering, String> {
-    let generation = &state.generation;
-    let passages = crate::search::search(state, scope, query, generation.settings.passages, None)
-        .await
-        .map_err(|e| {
-            tracing::error!(error = %e, "retrieval for an answer failed");
-            "retrieval failed; the cause has been logged".to_owned()
-        })?
-        .results;
+    let generation = &services.generation;
+    let passages =
+        crate::search::search(services, scope, query, generation.settings.passages, None)
+            .await
+            .map_err(|e| {
+                tracing::error!(error = %e, "retrieval for an answer failed");
+                "retrieval failed; the cause has been logged".to_owned()
+            })?
+            .results;
     if passages.is_empty() {
         return Ok(Answering {
             passages,
@@ -254,20 +285,20 @@ async fn start(
 }
 
 /// The citations of the markers `text` contains, in order of first mention.
-fn citations(text: &str, passages: &[SearchResultJson]) -> Vec<CitationJson> {
+fn citations(text: &str, passages: &[SearchResult]) -> Vec<Citation> {
     cited_markers(text, passages.len())
         .into_iter()
-        .map(|n| CitationJson::of(n, &passages[n - 1]))
+        .map(|n| Citation::of(n, &passages[n - 1]))
         .collect()
 }
 
 /// The conversation's earlier exchanges, oldest first, within the history budget.
-async fn history(state: &AppState, question: &Question) -> Result<Vec<Turn>, String> {
+async fn history(services: &Services, question: &Question) -> Result<Vec<Turn>, String> {
     let Some(id) = question.conversation else {
         return Ok(Vec::new());
     };
-    let settings = state.generation.settings;
-    let messages = state
+    let settings = services.generation.settings;
+    let messages = services
         .store
         .recent_messages(id, settings.history_turns)
         .await
@@ -308,11 +339,16 @@ fn estimated_tokens(text: &str) -> usize {
 
 /// What to search for: the question itself, or for a follow-up, a standalone version the
 /// model writes, or, without a model, the last question followed by this one.
-async fn retrieval_query(state: &AppState, history: &[Turn], question: &str) -> String {
+async fn retrieval_query(services: &Services, history: &[Turn], question: &str) -> String {
     let Some(last) = history.last() else {
         return question.to_owned();
     };
-    match state.generation.generator.condense(history, question).await {
+    match services
+        .generation
+        .generator
+        .condense(history, question)
+        .await
+    {
         Ok(Some(standalone)) => return standalone,
         Ok(None) => {}
         Err(e) => tracing::warn!(error = %e, "could not condense the follow-up question"),
@@ -320,7 +356,7 @@ async fn retrieval_query(state: &AppState, history: &[Turn], question: &str) -> 
     format!("{} {}", last.question, question)
 }
 
-fn passage(index: usize, result: &SearchResultJson) -> Passage {
+fn passage(index: usize, result: &SearchResult) -> Passage {
     Passage {
         index,
         document_name: result.document.name.clone(),

@@ -1,0 +1,113 @@
+//! The application layer's one error type. Each adapter maps it exhaustively to its own output
+//! (an HTTP status and envelope, an admin page, a CLI message); every lower crate's error is
+//! classified here, variant by variant, so a new kind of failure can never silently become an
+//! internal error, and an internal error never carries its cause outward (it is logged).
+
+use quire_ingest::{IngestError, StageError};
+use quire_search::SearchError;
+use quire_store::StoreError;
+
+use crate::rate_limit::RateLimitState;
+
+/// Why a use case refused or failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AppError {
+    /// The input is malformed or a parameter is invalid.
+    #[error("{0}")]
+    Invalid(String),
+    /// The resource does not exist or is outside the caller's scope (the two look alike).
+    #[error("{0}")]
+    NotFound(String),
+    /// The resource is not in a state that allows the request.
+    #[error("{0}")]
+    Conflict(String),
+    /// An upload is larger than allowed.
+    #[error("{0}")]
+    TooLarge(String),
+    /// The key's rate limit is used up.
+    #[error("rate limit of {} requests per minute exceeded", .0.limit)]
+    RateLimited(RateLimitState),
+    /// The generation queue already holds this many waiting questions.
+    #[error("{0} questions are already waiting for the language model")]
+    QueueFull(usize),
+    /// Something failed inside; the cause has been logged.
+    #[error("an internal error occurred; it has been logged")]
+    Internal,
+}
+
+impl AppError {
+    /// Logs `cause` and returns [`AppError::Internal`].
+    pub fn internal(cause: &dyn std::fmt::Display) -> Self {
+        tracing::error!(error = %cause, "internal error");
+        Self::Internal
+    }
+}
+
+impl From<StoreError> for AppError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Invalid(message) => Self::Invalid(message),
+            StoreError::Database(_) | StoreError::Corrupt(_) | StoreError::Open(_) => {
+                Self::internal(&e)
+            }
+        }
+    }
+}
+
+impl From<SearchError> for AppError {
+    fn from(e: SearchError) -> Self {
+        match e {
+            SearchError::Index(_) | SearchError::Open(_) | SearchError::Corrupt(_) => {
+                Self::internal(&e)
+            }
+        }
+    }
+}
+
+impl From<StageError> for AppError {
+    fn from(e: StageError) -> Self {
+        match e {
+            StageError::TooLarge { limit } => Self::TooLarge(format!(
+                "the file is larger than the upload limit of {limit} bytes"
+            )),
+            StageError::Io(_) => Self::internal(&e),
+        }
+    }
+}
+
+impl From<IngestError> for AppError {
+    fn from(e: IngestError) -> Self {
+        match e {
+            IngestError::SourceNotFound => Self::NotFound("data source not found".into()),
+            IngestError::Store(e) => e.into(),
+            IngestError::Index(e) => e.into(),
+            IngestError::Stage(e) => e.into(),
+            IngestError::Io(_)
+            | IngestError::Task(_)
+            | IngestError::Vectors(_)
+            | IngestError::Embedding(_) => Self::internal(&e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn internal_errors_never_carry_their_cause() {
+        let from_store: AppError = StoreError::Corrupt("row 7 of documents".into()).into();
+        assert_eq!(from_store, AppError::Internal);
+        assert!(!from_store.to_string().contains("row 7"));
+    }
+
+    #[test]
+    fn lower_errors_are_classified() {
+        let invalid: AppError = StoreError::Invalid("unknown source".into()).into();
+        assert_eq!(invalid, AppError::Invalid("unknown source".into()));
+        let missing: AppError = IngestError::SourceNotFound.into();
+        assert!(matches!(missing, AppError::NotFound(_)));
+        let large: AppError = StageError::TooLarge { limit: 10 }.into();
+        assert!(matches!(large, AppError::TooLarge(m) if m.contains("10 bytes")));
+    }
+}

@@ -1,0 +1,129 @@
+//! Accepting uploads, for every adapter that receives files (the REST API's single and bulk
+//! upload, the admin interface's upload form). A part is streamed into a staging file on disk
+//! while its size is checked and its SHA-256 computed, never held whole in memory; nothing is
+//! stored until the adapter has read its whole request and calls [`accept`], so a malformed
+//! request leaves nothing behind.
+
+use std::pin::pin;
+
+use futures_util::{Stream, StreamExt};
+use quire_core::{SourceId, SourceScope};
+use quire_ingest::{StageError, Upload};
+use quire_store::Created;
+
+use crate::{AppError, Services};
+
+/// Room for multipart boundaries and part headers on top of the file bytes, per part.
+pub const PART_OVERHEAD_BYTES: u64 = 64 * 1024;
+
+/// Why one file part was not staged.
+#[derive(Debug)]
+pub enum PartError<E> {
+    /// The part is larger than the upload limit (it was read to its end and dropped, so the
+    /// request can go on with its next part).
+    TooLarge {
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// The part has no bytes.
+    Empty,
+    /// Reading the request failed (the adapter's own error: malformed body, cut short).
+    Request(E),
+    /// Staging failed on the server's side.
+    Failed(AppError),
+}
+
+impl<E> PartError<E> {
+    /// The refusal as an application error, with the adapter's request error mapped by
+    /// `request`.
+    pub fn into_app(self, request: impl FnOnce(E) -> AppError) -> AppError {
+        match self {
+            Self::TooLarge { limit } => AppError::TooLarge(format!(
+                "the file is larger than the upload limit of {limit} bytes"
+            )),
+            Self::Empty => AppError::Invalid("the `file` part is empty".into()),
+            Self::Request(e) => request(e),
+            Self::Failed(e) => e,
+        }
+    }
+}
+
+/// The largest request body worth reading for `files` parts: anything declaring more is
+/// refused before a byte is read.
+pub fn max_request_bytes(services: &Services, files: usize) -> u64 {
+    services
+        .ingest
+        .settings()
+        .max_upload_bytes
+        .saturating_add(PART_OVERHEAD_BYTES)
+        .saturating_mul(files as u64)
+}
+
+/// [`AppError::NotFound`] unless `source` exists and is in `scope`: checked before a request's
+/// parts are read, so an upload to a missing source costs nothing.
+pub async fn check_source(
+    services: &Services,
+    scope: &SourceScope,
+    source: SourceId,
+) -> Result<(), AppError> {
+    services.ingest.source(scope, source).await?;
+    Ok(())
+}
+
+/// Streams one file part (`chunks`) into a staging file under the upload limit.
+pub async fn receive_part<B, E>(
+    services: &Services,
+    name: Option<&str>,
+    content_type: Option<String>,
+    chunks: impl Stream<Item = Result<B, E>>,
+) -> Result<Upload, PartError<E>>
+where
+    B: AsRef<[u8]>,
+{
+    let name = name.unwrap_or("upload").to_owned();
+    let mut chunks = pin!(chunks);
+    let mut staged = services
+        .ingest
+        .stage()
+        .await
+        .map_err(|e| PartError::Failed(e.into()))?;
+    let mut too_large = None;
+    while let Some(bytes) = chunks.next().await {
+        let bytes = bytes.map_err(PartError::Request)?;
+        if too_large.is_some() {
+            continue;
+        }
+        match staged.write(bytes.as_ref()).await {
+            Ok(()) => {}
+            Err(StageError::TooLarge { limit }) => too_large = Some(limit),
+            Err(e) => return Err(PartError::Failed(e.into())),
+        }
+    }
+    if let Some(limit) = too_large {
+        return Err(PartError::TooLarge { limit });
+    }
+    if staged.size() == 0 {
+        return Err(PartError::Empty);
+    }
+    let staged = staged
+        .finish()
+        .await
+        .map_err(|e| PartError::Failed(e.into()))?;
+    Ok(Upload {
+        name,
+        content_type,
+        staged,
+    })
+}
+
+/// Stores a staged upload as a new `queued` document of `source` (in `scope`) and wakes a
+/// worker; when the source already holds the same bytes, the existing document is returned as
+/// [`Created::Existing`] and nothing is stored.
+pub async fn accept(
+    services: &Services,
+    scope: &SourceScope,
+    source: SourceId,
+    upload: Upload,
+) -> Result<Created, AppError> {
+    Ok(services.ingest.accept(scope, source, upload).await?)
+}
