@@ -7,6 +7,7 @@ use quire_ingest::{IngestError, StageError};
 use quire_search::SearchError;
 use quire_store::StoreError;
 
+use crate::answers::QueueFull;
 use crate::rate_limit::RateLimitState;
 
 /// Why a use case refused or failed.
@@ -27,9 +28,9 @@ pub enum AppError {
     /// The key's rate limit is used up.
     #[error("rate limit of {} requests per minute exceeded", .0.limit)]
     RateLimited(RateLimitState),
-    /// The generation queue already holds this many waiting questions.
-    #[error("{0} questions are already waiting for the language model")]
-    QueueFull(usize),
+    /// The generation queue is full, or the key holds its share of it.
+    #[error("{0}")]
+    QueueFull(QueueFull),
     /// Something failed inside; the cause has been logged.
     #[error("an internal error occurred; it has been logged")]
     Internal,

@@ -6,6 +6,7 @@ use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use quire_app::AppError;
+use quire_app::answers::QueueFull;
 use quire_app::rate_limit::RateLimitState;
 use quire_ingest::IngestError;
 use quire_store::StoreError;
@@ -34,8 +35,8 @@ pub enum ApiError {
     UnsupportedMediaType(String),
     /// 429: the key's rate limit is used up.
     RateLimited(RateLimitState),
-    /// 429: the generation queue already holds this many waiting requests.
-    QueueFull(usize),
+    /// 429: the generation queue is full, or the key holds its share of it.
+    QueueFull(QueueFull),
     /// 500: something failed inside; the cause has been logged.
     Internal,
 }
@@ -92,13 +93,10 @@ impl ApiError {
                     state.limit, state.retry_after
                 ),
             ),
-            Self::QueueFull(waiting) => (
+            Self::QueueFull(full) => (
                 StatusCode::TOO_MANY_REQUESTS,
                 "queue_full",
-                format!(
-                    "{waiting} questions are already waiting for the language model; retry in \
-                     {QUEUE_RETRY_SECONDS} seconds"
-                ),
+                format!("{full}; retry in {QUEUE_RETRY_SECONDS} seconds"),
             ),
             Self::Internal => (
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -155,7 +153,7 @@ impl From<AppError> for ApiError {
             AppError::Conflict(m) => Self::Conflict(m),
             AppError::TooLarge(m) => Self::PayloadTooLarge(m),
             AppError::RateLimited(state) => Self::RateLimited(state),
-            AppError::QueueFull(waiting) => Self::QueueFull(waiting),
+            AppError::QueueFull(full) => Self::QueueFull(full),
             // The cause was logged where it was classified.
             AppError::Internal => Self::Internal,
         }

@@ -340,7 +340,7 @@ fn open_generation(llm: &crate::config::LlmConfig) -> anyhow::Result<Generation>
     };
     Ok(Generation {
         generator,
-        queue: GenerationQueue::new(llm.max_concurrent, llm.max_queue),
+        queue: GenerationQueue::new(llm.max_concurrent, llm.max_queue, llm.max_queue_per_key),
         settings: llm.generation_settings(),
     })
 }

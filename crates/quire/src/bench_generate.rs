@@ -231,6 +231,8 @@ fn fake_model_config(config: &Config, url: &str, idle: usize) -> Config {
     config.llm.model = Some(FAKE_MODEL.to_owned());
     config.llm.max_concurrent = 1;
     config.llm.max_queue = config.llm.max_queue.max(idle + 16);
+    // Every stream of the bench asks with one key.
+    config.llm.max_queue_per_key = config.llm.max_queue;
     // The memory measurement holds the slot for a while; the model must not time out.
     config.llm.timeout_seconds = config.llm.timeout_seconds.max(ANSWER_TIMEOUT.as_secs());
     config

@@ -175,6 +175,9 @@ pub struct LlmConfig {
     pub max_concurrent: usize,
     /// Questions that may wait in line; beyond it generate answers 429 `queue_full`.
     pub max_queue: usize,
+    /// Questions one key may have waiting or being answered at once; beyond it that key alone
+    /// gets 429 `queue_full`, so one busy client cannot fill the line for everyone.
+    pub max_queue_per_key: usize,
     /// Passages retrieved and numbered for each answer.
     pub passages: usize,
     /// Earlier exchanges of a conversation read back.
@@ -197,6 +200,7 @@ impl Default for LlmConfig {
             max_tokens: 1024,
             max_concurrent: 1,
             max_queue: 100,
+            max_queue_per_key: 10,
             passages: g.passages,
             history_turns: g.history_turns,
             history_tokens: g.history_tokens,
@@ -576,6 +580,9 @@ impl Config {
         }
         if self.limits.max_bulk_files == 0 {
             bail!("limits.max_bulk_files must be at least 1");
+        }
+        if self.llm.max_queue_per_key == 0 {
+            bail!("llm.max_queue_per_key must be at least 1");
         }
         if self.chunking.target_tokens < 16 {
             bail!("chunking.target_tokens must be at least 16");

@@ -102,6 +102,7 @@ pub(crate) async fn search(
     if fields.get("action") == Some("ask") {
         let answered = match quire_app::answers::answer_collected(
             &state.app,
+            key.id,
             &key.scope,
             query.as_str(),
         )

@@ -55,8 +55,8 @@ pub async fn ask(
     let ticket = services
         .generation
         .queue
-        .join()
-        .map_err(|full| AppError::QueueFull(full.max_waiting))?;
+        .join(key_id)
+        .map_err(AppError::QueueFull)?;
     let question = Question {
         key_id,
         scope,

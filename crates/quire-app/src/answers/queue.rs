@@ -2,10 +2,14 @@
 //! FIFO order and can always see their place in line. A [`Ticket`] is a place in the queue or,
 //! once its turn comes, a slot; dropping it (the client went away, or the answer is done)
 //! leaves the line or frees the slot at once, and everyone behind moves up.
+//!
+//! Fairness: each key holds at most `max_per_key` tickets (waiting and running together), so
+//! one busy client cannot fill the line and turn every other key away.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
+use quire_core::KeyId;
 use tokio::sync::watch;
 
 /// Where a ticket stands.
@@ -17,11 +21,35 @@ pub enum Place {
     Running,
 }
 
-/// The line is full; the request is refused before its stream starts.
+/// Why a question was refused a place; it is refused before its stream starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct QueueFull {
-    /// How many may wait.
-    pub max_waiting: usize,
+pub enum QueueFull {
+    /// The line is full.
+    Line {
+        /// How many may wait.
+        max_waiting: usize,
+    },
+    /// The asking key already holds its share of the queue.
+    Key {
+        /// How many questions one key may have waiting or being answered.
+        max_per_key: usize,
+    },
+}
+
+impl std::fmt::Display for QueueFull {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Line { max_waiting } => write!(
+                f,
+                "{max_waiting} questions are already waiting for the language model"
+            ),
+            Self::Key { max_per_key } => write!(
+                f,
+                "this key already has {max_per_key} questions waiting or being answered, its \
+                 share of the queue"
+            ),
+        }
+    }
 }
 
 /// A FIFO queue in front of a fixed number of generation slots.
@@ -29,6 +57,7 @@ pub struct QueueFull {
 pub struct GenerationQueue {
     slots: usize,
     max_waiting: usize,
+    max_per_key: usize,
     state: Mutex<State>,
 }
 
@@ -36,6 +65,8 @@ pub struct GenerationQueue {
 struct State {
     running: usize,
     next_id: u64,
+    /// Tickets (waiting or running) held by each key that holds any.
+    per_key: HashMap<KeyId, usize>,
     /// Waiting tickets in order, each with the channel that tells it its place.
     waiting: VecDeque<(u64, watch::Sender<Place>)>,
 }
@@ -65,12 +96,13 @@ impl State {
 }
 
 impl GenerationQueue {
-    /// A queue with `slots` concurrent generations (at least 1) and at most `max_waiting`
-    /// requests waiting.
-    pub fn new(slots: usize, max_waiting: usize) -> Arc<Self> {
+    /// A queue with `slots` concurrent generations (at least 1), at most `max_waiting`
+    /// requests waiting, and at most `max_per_key` (at least 1) waiting or running per key.
+    pub fn new(slots: usize, max_waiting: usize, max_per_key: usize) -> Arc<Self> {
         Arc::new(Self {
             slots: slots.max(1),
             max_waiting,
+            max_per_key: max_per_key.max(1),
             state: Mutex::new(State::default()),
         })
     }
@@ -86,32 +118,36 @@ impl GenerationQueue {
         (state.running, state.waiting.len())
     }
 
-    /// Takes a place: a slot at once when one is free and nobody waits, else the end of the
-    /// line, unless the line is full.
-    pub fn join(self: &Arc<Self>) -> Result<Ticket, QueueFull> {
+    /// Takes a place for `owner`: a slot at once when one is free and nobody waits, else the
+    /// end of the line, unless the line is full or the key holds its share already.
+    pub fn join(self: &Arc<Self>, owner: KeyId) -> Result<Ticket, QueueFull> {
         let mut state = self.lock();
+        if state.per_key.get(&owner).copied().unwrap_or(0) >= self.max_per_key {
+            return Err(QueueFull::Key {
+                max_per_key: self.max_per_key,
+            });
+        }
         let id = state.next_id;
-        state.next_id += 1;
         let place = if state.running < self.slots && state.waiting.is_empty() {
             state.running += 1;
-            let (_, receiver) = watch::channel(Place::Running);
-            return Ok(Ticket {
-                queue: Arc::clone(self),
-                id,
-                place: receiver,
-            });
+            Place::Running
         } else if state.waiting.len() >= self.max_waiting {
-            return Err(QueueFull {
+            return Err(QueueFull::Line {
                 max_waiting: self.max_waiting,
             });
         } else {
             Place::Waiting(state.waiting.len() + 1)
         };
+        state.next_id += 1;
+        *state.per_key.entry(owner).or_default() += 1;
         let (sender, receiver) = watch::channel(place);
-        state.waiting.push_back((id, sender));
+        if place != Place::Running {
+            state.waiting.push_back((id, sender));
+        }
         Ok(Ticket {
             queue: Arc::clone(self),
             id,
+            owner,
             place: receiver,
         })
     }
@@ -124,8 +160,14 @@ impl GenerationQueue {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn leave(&self, id: u64, was_running: bool) {
+    fn leave(&self, id: u64, owner: KeyId, was_running: bool) {
         let mut state = self.lock();
+        if let Some(held) = state.per_key.get_mut(&owner) {
+            *held -= 1;
+            if *held == 0 {
+                state.per_key.remove(&owner);
+            }
+        }
         if was_running {
             state.running -= 1;
         } else if let Some(i) = state.waiting.iter().position(|(t, _)| *t == id) {
@@ -143,6 +185,7 @@ impl GenerationQueue {
 pub struct Ticket {
     queue: Arc<GenerationQueue>,
     id: u64,
+    owner: KeyId,
     place: watch::Receiver<Place>,
 }
 
@@ -164,7 +207,7 @@ impl Ticket {
 impl Drop for Ticket {
     fn drop(&mut self) {
         let was_running = *self.place.borrow() == Place::Running;
-        self.queue.leave(self.id, was_running);
+        self.queue.leave(self.id, self.owner, was_running);
     }
 }
 
@@ -174,11 +217,11 @@ mod tests {
 
     #[test]
     fn free_slots_are_taken_at_once_then_the_line_forms_in_order() {
-        let queue = GenerationQueue::new(2, 10);
-        let a = queue.join().unwrap();
-        let b = queue.join().unwrap();
-        let c = queue.join().unwrap();
-        let d = queue.join().unwrap();
+        let queue = GenerationQueue::new(2, 10, 100);
+        let a = queue.join(KeyId::new()).unwrap();
+        let b = queue.join(KeyId::new()).unwrap();
+        let c = queue.join(KeyId::new()).unwrap();
+        let d = queue.join(KeyId::new()).unwrap();
         assert_eq!(a.place(), Place::Running);
         assert_eq!(b.place(), Place::Running);
         assert_eq!(c.place(), Place::Waiting(1));
@@ -194,11 +237,11 @@ mod tests {
 
     #[test]
     fn leaving_the_line_moves_those_behind_up_and_frees_nothing() {
-        let queue = GenerationQueue::new(1, 10);
-        let running = queue.join().unwrap();
-        let first = queue.join().unwrap();
-        let second = queue.join().unwrap();
-        let third = queue.join().unwrap();
+        let queue = GenerationQueue::new(1, 10, 100);
+        let running = queue.join(KeyId::new()).unwrap();
+        let first = queue.join(KeyId::new()).unwrap();
+        let second = queue.join(KeyId::new()).unwrap();
+        let third = queue.join(KeyId::new()).unwrap();
         drop(first);
         assert_eq!(second.place(), Place::Waiting(1));
         assert_eq!(third.place(), Place::Waiting(2));
@@ -208,25 +251,28 @@ mod tests {
 
     #[test]
     fn a_full_line_refuses_and_a_newcomer_never_jumps_it() {
-        let queue = GenerationQueue::new(1, 2);
-        let running = queue.join().unwrap();
-        let _w1 = queue.join().unwrap();
-        let _w2 = queue.join().unwrap();
-        assert_eq!(queue.join().unwrap_err(), QueueFull { max_waiting: 2 });
+        let queue = GenerationQueue::new(1, 2, 100);
+        let running = queue.join(KeyId::new()).unwrap();
+        let _w1 = queue.join(KeyId::new()).unwrap();
+        let _w2 = queue.join(KeyId::new()).unwrap();
+        assert_eq!(
+            queue.join(KeyId::new()).unwrap_err(),
+            QueueFull::Line { max_waiting: 2 }
+        );
         drop(running);
         // The slot went to the head of the line, not to whoever asks next.
         assert_eq!(queue.load(), (1, 1));
-        let late = queue.join().unwrap();
+        let late = queue.join(KeyId::new()).unwrap();
         assert_eq!(late.place(), Place::Waiting(2));
     }
 
     #[tokio::test]
     async fn a_waiter_is_told_each_new_place_then_its_turn() {
-        let queue = GenerationQueue::new(1, 10);
-        let mut holders = vec![queue.join().unwrap()];
-        holders.push(queue.join().unwrap());
-        holders.push(queue.join().unwrap());
-        let mut last = queue.join().unwrap();
+        let queue = GenerationQueue::new(1, 10, 100);
+        let mut holders = vec![queue.join(KeyId::new()).unwrap()];
+        holders.push(queue.join(KeyId::new()).unwrap());
+        holders.push(queue.join(KeyId::new()).unwrap());
+        let mut last = queue.join(KeyId::new()).unwrap();
         assert_eq!(last.place(), Place::Waiting(3));
         let watcher = tokio::spawn(async move {
             let mut seen = vec![last.place()];
@@ -256,8 +302,8 @@ mod tests {
 
     #[test]
     fn many_tickets_dropped_in_any_order_leave_the_queue_empty() {
-        let queue = GenerationQueue::new(3, 100);
-        let mut tickets: Vec<Ticket> = (0..50).map(|_| queue.join().unwrap()).collect();
+        let queue = GenerationQueue::new(3, 100, 100);
+        let mut tickets: Vec<Ticket> = (0..50).map(|_| queue.join(KeyId::new()).unwrap()).collect();
         // Drop from the middle, the front and the back in turn.
         let mut k = 7usize;
         while !tickets.is_empty() {
@@ -279,5 +325,24 @@ mod tests {
             assert_eq!(sorted, (1..=waiting_places.len()).collect::<Vec<_>>());
         }
         assert_eq!(queue.load(), (0, 0));
+    }
+
+    #[test]
+    fn one_key_holds_at_most_its_share_and_others_still_get_in() {
+        let queue = GenerationQueue::new(1, 10, 2);
+        let busy = KeyId::new();
+        let first = queue.join(busy).unwrap();
+        let _second = queue.join(busy).unwrap();
+        assert_eq!(
+            queue.join(busy).unwrap_err(),
+            QueueFull::Key { max_per_key: 2 }
+        );
+        // Another key is not refused for the busy key's share.
+        let other = queue.join(KeyId::new()).unwrap();
+        assert_eq!(other.place(), Place::Waiting(2));
+        // A finished question gives the key its place back.
+        drop(first);
+        let third = queue.join(busy).unwrap();
+        assert_eq!(third.place(), Place::Waiting(2));
     }
 }

@@ -198,20 +198,21 @@ pub struct CollectedAnswer {
     pub generator: String,
 }
 
-/// Answers `question` over `scope` as a generate call would (queue, hybrid retrieval,
-/// numbered passages, the configured generator, markers to citations), without a
-/// conversation and without storing anything. Waits in the queue like everyone else.
+/// Answers `question` for the key `key_id` over `scope` as a generate call would (queue,
+/// hybrid retrieval, numbered passages, the configured generator, markers to citations),
+/// without a conversation and without storing anything. Waits in the queue like everyone
+/// else, within the key's share of it.
 pub async fn answer_collected(
     services: &Services,
+    key_id: KeyId,
     scope: &SourceScope,
     question: &str,
 ) -> Result<CollectedAnswer, String> {
-    let mut ticket = services.generation.queue.join().map_err(|full| {
-        format!(
-            "{} questions are already waiting for the model",
-            full.max_waiting
-        )
-    })?;
+    let mut ticket = services
+        .generation
+        .queue
+        .join(key_id)
+        .map_err(|full| full.to_string())?;
     while ticket.place() != Place::Running {
         ticket.changed().await;
     }

@@ -713,6 +713,55 @@ async fn waiting_streams_see_their_place_move_up_in_fifo_order() {
 }
 
 #[tokio::test]
+async fn one_key_cannot_take_the_whole_queue() {
+    let (fake, url) = Fake::start(Upstream::Gated, "Open the vent valve [1].").await;
+    let (server, busy, _) = server_with_manual(|c| {
+        with_llm(url)(c);
+        c.llm.max_concurrent = 1;
+        c.llm.max_queue = 10;
+        c.llm.max_queue_per_key = 2;
+        c.llm.timeout_seconds = 30;
+    })
+    .await;
+    let ask = |key: String, n: usize| {
+        let server = &server;
+        async move {
+            start_generate(
+                server,
+                &key,
+                json!({"query": format!("question {n} about the pump")}),
+            )
+            .await
+        }
+    };
+    let first = ask(busy.clone(), 1).await;
+    assert_eq!(first.status(), StatusCode::OK);
+    wait_until("the first question reaches the model", || {
+        fake.streaming_requests().len() == 1
+    })
+    .await;
+    let mut second = sse_events(ask(busy.clone(), 2).await);
+    assert_eq!(next(&mut second).await.data, json!({"position": 1}));
+    // The busy key holds its share (one answering, one waiting): its third question is
+    // refused although the line has room.
+    let refused = ask(busy.clone(), 3).await;
+    assert_eq!(refused.headers()["retry-after"], "10");
+    let body = assert_error(refused, StatusCode::TOO_MANY_REQUESTS, "queue_full").await;
+    assert!(
+        body["message"].as_str().unwrap().contains("this key"),
+        "{body}"
+    );
+    // Another key still gets a place in line.
+    let other = server.key(Permission::Read).await;
+    let mut waiting = sse_events(ask(other, 4).await);
+    assert_eq!(next(&mut waiting).await.data, json!({"position": 2}));
+    for _ in 0..3 {
+        fake.release.notify_one();
+    }
+    drop(first);
+}
+
+#[tokio::test]
 async fn a_client_that_leaves_frees_its_slot_and_cancels_the_model() {
     let (fake, url) = Fake::start(Upstream::Gated, "Open the vent valve [1].").await;
     let (server, key, _) = server_with_manual(|c| {

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use quire_core::Permission;
+use quire_core::{Permission, SourceScope};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tokio::process::Command;
@@ -187,6 +187,54 @@ async fn rejection_deletes_the_document_and_its_file() {
         "not_found",
     )
     .await;
+}
+
+#[tokio::test]
+async fn a_scoped_admin_key_sees_and_decides_reviews_only_in_its_sources() {
+    let server = TestServer::start().await;
+    let admin = server.key(Permission::Admin).await;
+    let (_, held_elsewhere) = held_cv(&server, &admin).await;
+    let own_source = server.create_source(&admin, "Team A").await;
+    let scoped = server
+        .key_with(
+            Permission::Admin,
+            SourceScope::only([crate::helpers::source_id(&own_source)]),
+            None,
+        )
+        .await;
+
+    let listed = body(server.get(&scoped, "/api/v1/reviews").await).await;
+    assert_eq!(
+        listed,
+        json!([]),
+        "a review outside the key's scope was listed"
+    );
+    for path in [
+        format!("/api/v1/reviews/{held_elsewhere}"),
+        format!("/api/v1/reviews/{held_elsewhere}/approve"),
+        format!("/api/v1/reviews/{held_elsewhere}/redact"),
+        format!("/api/v1/reviews/{held_elsewhere}/reject"),
+    ] {
+        let response = if path.ends_with(held_elsewhere.as_str()) {
+            server.get(&scoped, &path).await
+        } else {
+            post(&server, &scoped, &path).await
+        };
+        let error = assert_error(response, StatusCode::NOT_FOUND, "not_found").await;
+        assert!(
+            !error.to_string().contains("pending_review"),
+            "{path}: {error}"
+        );
+    }
+    // Untouched: the unscoped administrator still finds it waiting.
+    let review = body(
+        server
+            .get(&admin, &format!("/api/v1/reviews/{held_elsewhere}"))
+            .await,
+    )
+    .await;
+    assert_eq!(review["document"]["status"], "pending_review", "{review}");
+    assert!(review["decision"].is_null(), "{review}");
 }
 
 async fn quire(data_dir: &std::path::Path, args: &[&str]) -> (bool, String) {
