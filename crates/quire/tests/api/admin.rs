@@ -5,7 +5,6 @@ use std::process::Stdio;
 
 use chrono::Duration;
 use quire_core::{Permission, Secret};
-use quire_store::Store;
 use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
 use reqwest::{Response, StatusCode};
 use tokio::io::AsyncWriteExt;
@@ -27,7 +26,7 @@ fn client() -> reqwest::Client {
 
 async fn set_password(server: &TestServer, password: &str) {
     quire_admin::password::set(
-        &server.store,
+        server.store.as_ref(),
         Secret::new(password.to_owned()),
         server.clock_now(),
         "set by the test",

@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use quire_core::{Permission, Secret, SourceScope};
-use quire_store::Store;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -27,7 +26,7 @@ const EMAIL: &str = "jane.doe@example.com";
 
 async fn set_password(server: &TestServer) {
     quire_admin::password::set(
-        &server.store,
+        server.store.as_ref(),
         Secret::new(PASSWORD.to_owned()),
         server.clock_now(),
         "set by the test",

@@ -2,7 +2,6 @@
 
 use chrono::Duration;
 use quire_core::{DocumentId, NewDocument, Permission};
-use quire_store::Store;
 use reqwest::StatusCode;
 use reqwest::multipart::{Form, Part};
 use serde_json::json;

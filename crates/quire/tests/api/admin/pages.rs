@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use quire_store::Store;
 use reqwest::StatusCode;
 use reqwest::header::{COOKIE, LOCATION};
 use reqwest::multipart::{Form, Part};
