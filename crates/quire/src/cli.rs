@@ -11,11 +11,12 @@ use clap::{Parser, Subcommand};
 use quire_core::{Permission, SystemClock};
 use tracing_subscriber::EnvFilter;
 
-use crate::config::{Config, Overrides};
-use crate::{
-    admin_cli, bench, bench_embed, bench_generate, bench_vectors, eval, eval_pii, eval_retrieval,
-    keys, review_cli, webhooks_cli,
+use quire_eval::{
+    bench, bench_embed, bench_generate, bench_vectors, eval, eval_pii, eval_retrieval,
 };
+use quire_server::{Config, Overrides, open_store};
+
+use crate::{admin_cli, keys, review_cli, webhooks_cli};
 
 /// Quire: a self-hosted document knowledge base for AI agents.
 #[derive(Debug, Parser)]
@@ -274,7 +275,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Keys { command } => {
             init_logging(&config, "warn");
-            let store = crate::open_store(&config).await?;
+            let store = open_store(&config).await?;
             let out = match command {
                 KeysCommand::Create {
                     name,
@@ -302,7 +303,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             command: AdminCommand::SetPassword,
         } => {
             init_logging(&config, "warn");
-            let store = crate::open_store(&config).await?;
+            let store = open_store(&config).await?;
             let out = admin_cli::set_password(store.as_ref(), std::io::stdin().lock()).await;
             store.close().await;
             println!("{}", out?);
@@ -310,7 +311,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Review { command } => {
             init_logging(&config, "warn");
-            let store = crate::open_store(&config).await?;
+            let store = open_store(&config).await?;
             let out = match command {
                 ReviewCommand::List { json } => review_cli::list(store.as_ref(), json).await,
                 ReviewCommand::Show { id, json } => {
@@ -334,7 +335,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Webhooks { command } => {
             init_logging(&config, "warn");
-            let store = crate::open_store(&config).await?;
+            let store = open_store(&config).await?;
             let out = match command {
                 WebhooksCommand::List { json } => webhooks_cli::list(store.as_ref(), json).await,
                 WebhooksCommand::Deliveries { id, limit, json } => {
@@ -407,7 +408,7 @@ fn parse_worker() -> ExitCode {
 
 async fn serve(config: Config) -> anyhow::Result<()> {
     tracing::info!(?config, "starting quire {}", env!("CARGO_PKG_VERSION"));
-    let app = crate::build(&config, Arc::new(SystemClock)).await?;
+    let app = quire_server::build(&config, Arc::new(SystemClock)).await?;
     admin_cli::password_from_env(app.services().store.as_ref(), &SystemClock).await?;
     let listener = tokio::net::TcpListener::bind(&config.bind)
         .await

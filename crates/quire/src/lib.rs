@@ -1,23 +1,12 @@
-//! The `quire` binary's library: configuration, wiring ([`build`] and [`App::serve`], shared by
-//! `main` and the integration tests) and the command-line interface.
+//! The `quire` binary's library: the command-line interface. The service itself (configuration
+//! and wiring) lives in `quire-server`, the measurements in `quire-eval`; what the integration
+//! tests use of the server is re-exported here.
 
 pub mod admin_cli;
-pub mod app;
-pub mod bench;
-pub mod bench_embed;
-pub mod bench_generate;
-pub mod bench_vectors;
 pub mod cli;
-pub mod config;
-pub mod eval;
-pub mod eval_pii;
-pub mod eval_retrieval;
 pub mod keys;
 pub mod model_fetch;
-mod retrieval_metrics;
 pub mod review_cli;
-mod text_quality;
 pub mod webhooks_cli;
 
-pub use app::{App, build, open_store};
-pub use config::Config;
+pub use quire_server::{App, Config, Overrides, build, config, open_store};

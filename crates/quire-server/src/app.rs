@@ -21,7 +21,7 @@ use quire_search::KeywordIndex;
 use quire_store::Store;
 use tokio::net::TcpListener;
 
-use crate::config::Config;
+use crate::config::{Config, LlmConfig};
 
 /// How often old rate-limit windows are pruned.
 const HOUSEKEEPING_INTERVAL: Duration = Duration::from_secs(300);
@@ -315,7 +315,7 @@ async fn open_semantic(config: &Config) -> anyhow::Result<Option<Arc<dyn Embedde
 /// The answer generator `[llm]` configures (the extractive answerer without a server) and its
 /// queue. Nothing is contacted here: a server that is down shows as an `error` event on the
 /// first question, not as a service that will not start.
-fn open_generation(llm: &crate::config::LlmConfig) -> anyhow::Result<Generation> {
+fn open_generation(llm: &LlmConfig) -> anyhow::Result<Generation> {
     let generator: Arc<dyn Generator> = match (&llm.base_url, &llm.model) {
         (Some(base_url), Some(model)) => {
             let chat = OpenAiChat::new(OpenAiChatSettings {

@@ -18,9 +18,9 @@ use quire_ingest::Upload;
 use quire_store::Created;
 use tempfile::TempDir;
 
-use crate::app::App;
+use quire_server::App;
 
-use crate::config::Config;
+use quire_server::Config;
 
 /// Options of `quire bench search`.
 #[derive(Debug, Args)]
@@ -121,7 +121,7 @@ pub(crate) async fn scratch_app(base: &Config) -> anyhow::Result<(TempDir, App, 
     // A benchmark corpus must be indexed whole for its judgements to mean anything; screening
     // for personal data is measured on its own by `quire eval pii`.
     config.pii.enabled = false;
-    let app = crate::build(&config, Arc::new(SystemClock)).await?;
+    let app = quire_server::build(&config, Arc::new(SystemClock)).await?;
     Ok((scratch, app, config))
 }
 

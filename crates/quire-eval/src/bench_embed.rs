@@ -43,7 +43,7 @@ pub struct EmbedBenchArgs {
 
 /// Runs the benchmark and prints its report.
 pub fn embed(args: EmbedBenchArgs) -> anyhow::Result<()> {
-    let options = crate::config::EmbeddingConfig {
+    let options = quire_server::config::EmbeddingConfig {
         engine: args.engine.clone(),
         onnxruntime_library: args.onnxruntime_library.clone(),
         ..Default::default()

@@ -33,12 +33,12 @@ use tokio::task::JoinHandle;
 use self::events::EventReader;
 use self::fake_model::{FakeModel, Script};
 use self::idle::{IdleReport, idle_streams};
-use crate::app::App;
 use crate::bench::{ingest_markdown, ms, percentile, read_jsonl};
-use crate::config::Config;
 use crate::eval_retrieval::{
     EVAL_SOURCE, corpus_documents, corpus_id, ingested_before, read_qrels, read_queries,
 };
+use quire_server::App;
+use quire_server::Config;
 
 /// Requests per minute for the bench's key and server: the bench measures the answer path,
 /// not the rate limiter's refusals.
@@ -164,7 +164,7 @@ async fn with_fake_model(
     report: &mut Report,
 ) -> anyhow::Result<HashMap<String, String>> {
     let mut fake = FakeModel::start().await?;
-    let app = crate::build(
+    let app = quire_server::build(
         &fake_model_config(config, &fake.url, args.idle_streams),
         Arc::new(SystemClock),
     )
@@ -194,7 +194,7 @@ async fn with_extractive_answerer(
     corpus_id_of: &HashMap<String, String>,
     report: &mut Report,
 ) -> anyhow::Result<()> {
-    let app = crate::build(config, Arc::new(SystemClock)).await?;
+    let app = quire_server::build(config, Arc::new(SystemClock)).await?;
     let retrieved = retrieved_documents(app.services(), claims, config, corpus_id_of).await?;
     let server = BenchServer::start(app).await?;
     eprintln!("asking {} claims of the extractive answerer…", claims.len());

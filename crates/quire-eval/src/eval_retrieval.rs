@@ -24,8 +24,8 @@ use quire_search::{
 };
 
 use crate::bench::{ingest_markdown, ms, percentile, read_jsonl, scratch_app};
-use crate::config::Config;
 use crate::retrieval_metrics::{Judgements, ndcg_at, recall_at, reciprocal_rank_at};
+use quire_server::Config;
 
 /// Chunk hits fetched per query; enough for 100 distinct documents on corpora of short
 /// documents (SciFact abstracts are one or two chunks).
@@ -157,7 +157,7 @@ pub async fn retrieval(base: &Config, args: RetrievalEvalArgs) -> anyhow::Result
             let mut config = config.clone();
             config.data_dir = dir.clone();
             config.workers.count = 0;
-            let app = crate::build(&config, Arc::new(SystemClock)).await?;
+            let app = quire_server::build(&config, Arc::new(SystemClock)).await?;
             (None, app, config)
         }
         None => {

@@ -1,0 +1,14 @@
+//! `quire eval …` and `quire bench …`: quality and performance measured on real or synthetic
+//! data. Each command is a clap `Args` struct and a function that runs it; the binary only
+//! routes its subcommands here. Commands that need the whole service build it with
+//! [`quire_server::build`], as `quire serve` does.
+
+pub mod bench;
+pub mod bench_embed;
+pub mod bench_generate;
+pub mod bench_vectors;
+pub mod eval;
+pub mod eval_pii;
+pub mod eval_retrieval;
+mod retrieval_metrics;
+mod text_quality;

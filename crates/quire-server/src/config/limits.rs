@@ -1,0 +1,48 @@
+//! `[limits]`: request and upload limits, and the default rate limits of a key.
+
+use anyhow::bail;
+use serde::{Deserialize, Serialize};
+
+/// `[limits]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsConfig {
+    /// Largest uploaded file, in bytes.
+    pub max_upload_bytes: u64,
+    /// Largest JSON request body, in bytes.
+    pub max_json_bytes: usize,
+    /// Most files in one bulk upload.
+    pub max_bulk_files: usize,
+    /// Default search requests per minute per key.
+    pub search_per_minute: u32,
+    /// Default generate requests per minute per key.
+    pub generate_per_minute: u32,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            max_upload_bytes: 100 * 1024 * 1024,
+            max_json_bytes: 1024 * 1024,
+            max_bulk_files: 100,
+            search_per_minute: 100,
+            generate_per_minute: 100,
+        }
+    }
+}
+
+impl LimitsConfig {
+    /// Refuses settings the service cannot work with.
+    pub(super) fn validate(&self) -> anyhow::Result<()> {
+        if self.max_upload_bytes == 0 {
+            bail!("limits.max_upload_bytes must be at least 1");
+        }
+        if self.search_per_minute == 0 || self.generate_per_minute == 0 {
+            bail!("rate limits must be at least 1 request per minute");
+        }
+        if self.max_bulk_files == 0 {
+            bail!("limits.max_bulk_files must be at least 1");
+        }
+        Ok(())
+    }
+}

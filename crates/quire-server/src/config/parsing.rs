@@ -1,0 +1,132 @@
+//! `[parsing]`: bounds on parsing one document, and where it is parsed.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use quire_ingest::{Isolation, ParseLimits, WorkerCommand};
+use serde::{Deserialize, Serialize};
+
+/// `[parsing]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ParsingConfig {
+    /// Most pages (slides, sheets) in one document.
+    pub max_pages: u32,
+    /// Most bytes unpacked from a container (DOCX, XLSX, …) or decoded from attachments.
+    pub max_unpacked_bytes: u64,
+    /// Most entries in a container.
+    pub max_archive_entries: usize,
+    /// How deep attachments inside attachments are followed (e-mail).
+    pub max_attachment_depth: u32,
+    /// Parse each document in a child process, killed at the time budget and held to
+    /// `memory_limit_mb`; `false` parses on the server's own threads (no memory limit, and a
+    /// hang keeps its thread until the server stops).
+    pub isolate: bool,
+    /// Memory one document's parsing may use, in MiB, on top of the worker's own size at start
+    /// (0: no limit). Only with `isolate`.
+    pub memory_limit_mb: u64,
+    /// Program run as the parse worker (`PROGRAM parse-worker`); unset, the running `quire`
+    /// binary. For packaging and tests.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worker_program: Option<PathBuf>,
+}
+
+impl Default for ParsingConfig {
+    fn default() -> Self {
+        let limits = ParseLimits::default();
+        Self {
+            max_pages: limits.max_pages,
+            max_unpacked_bytes: limits.max_unpacked_bytes,
+            max_archive_entries: limits.max_archive_entries,
+            max_attachment_depth: limits.max_attachment_depth,
+            isolate: true,
+            memory_limit_mb: 1024,
+            worker_program: None,
+        }
+    }
+}
+
+impl ParsingConfig {
+    /// The limits handed to the parsers.
+    pub fn limits(&self) -> ParseLimits {
+        ParseLimits {
+            max_pages: self.max_pages,
+            max_unpacked_bytes: self.max_unpacked_bytes,
+            max_archive_entries: self.max_archive_entries,
+            max_attachment_depth: self.max_attachment_depth,
+        }
+    }
+
+    /// Where documents are parsed: `quire parse-worker` child processes unless `isolate` is off.
+    pub fn isolation(&self) -> anyhow::Result<Isolation> {
+        if !self.isolate {
+            return Ok(Isolation::InProcess);
+        }
+        let program = match &self.worker_program {
+            Some(program) => program.clone(),
+            None => std::env::current_exe()
+                .context("could not find the running program to start parse workers")?,
+        };
+        Ok(Isolation::ChildProcess(WorkerCommand {
+            program,
+            args: vec!["parse-worker".into()],
+            memory_limit_bytes: self.memory_limit_mb.saturating_mul(1024 * 1024),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::tests::env;
+    use crate::config::{Config, Overrides};
+    use quire_ingest::Isolation;
+    use std::path::PathBuf;
+
+    #[test]
+    fn parsing_isolation_follows_the_settings() {
+        let c = Config::load(None, env(&[]), &Overrides::default()).unwrap();
+        let Isolation::ChildProcess(worker) = c.parsing.isolation().unwrap() else {
+            panic!("parsing is isolated by default");
+        };
+        assert_eq!(worker.program, std::env::current_exe().unwrap());
+        assert_eq!(worker.args, ["parse-worker"]);
+        assert_eq!(worker.memory_limit_bytes, 1024 * 1024 * 1024);
+
+        let c = Config::load(
+            None,
+            env(&[
+                ("QUIRE_PARSING_WORKER_PROGRAM", "/opt/quire/bin/quire"),
+                ("QUIRE_PARSING_MEMORY_LIMIT_MB", "16"),
+            ]),
+            &Overrides::default(),
+        )
+        .unwrap();
+        let Isolation::ChildProcess(worker) = c.parsing.isolation().unwrap() else {
+            panic!("parsing is isolated by default");
+        };
+        assert_eq!(worker.program, PathBuf::from("/opt/quire/bin/quire"));
+        assert_eq!(worker.memory_limit_bytes, 16 * 1024 * 1024);
+
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("q.toml");
+        std::fs::write(&file, "[parsing]\nworker_program = \"/from/file\"\n").unwrap();
+        let c = Config::load(
+            Some(&file),
+            env(&[("QUIRE_PARSING_WORKER_PROGRAM", "")]),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            c.parsing.worker_program, None,
+            "an empty variable unsets it"
+        );
+
+        let c = Config::load(
+            None,
+            env(&[("QUIRE_PARSING_ISOLATE", "false")]),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(c.parsing.isolation().unwrap(), Isolation::InProcess);
+    }
+}

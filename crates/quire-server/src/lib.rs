@@ -1,0 +1,10 @@
+//! The service as a library: configuration in layers ([`config`]) and the wiring ([`build`]
+//! opens the data directory and assembles the service, [`App::serve`] runs it). The `quire`
+//! binary, `quire eval`/`quire bench` and the integration tests all call the same two
+//! functions, so every one of them exercises the real wiring.
+
+pub mod app;
+pub mod config;
+
+pub use app::{App, build, open_store};
+pub use config::{Config, Overrides};
