@@ -11,10 +11,12 @@
 //! - CSRF: every form of a session carries the session's token in `csrf`; the sign-in form,
 //!   before any session exists, uses a double-submit token: a random `quire_admin_login`
 //!   cookie (SameSite=Strict) that the form must repeat.
-//! - Sign-in throttle: 5 failed attempts within 15 minutes from one client address answer 429
-//!   until the oldest of them is 15 minutes old (behind a reverse proxy every client shares
-//!   the proxy's address, so the limit becomes global); 100 failures from all addresses
-//!   together lock sign-in the same way.
+//! - Sign-in throttle (`throttle.rs`): 5 failed attempts within 15 minutes from one client
+//!   address answer 429 until the oldest of them is 15 minutes old; each attempt is reserved
+//!   before its password is verified, so parallel attempts get no more tries; at most two
+//!   verifications run at once. 100 failures from all addresses together hold back every
+//!   address that failed too, never one with a clean record. A new password (`quire admin
+//!   set-password`, also while the server runs) clears every failure.
 
 mod error;
 mod html;
@@ -36,7 +38,7 @@ use quire_app::Services;
 
 pub use error::AdminError;
 pub use password::{MIN_PASSWORD_CHARS, PasswordError};
-pub use throttle::SignInThrottle;
+pub use throttle::{Refusal, Reservation, SignInThrottle};
 
 /// What the admin handlers share: the application's services and the sign-in throttle.
 #[derive(Clone)]

@@ -4,6 +4,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
+use chrono::{DateTime, Utc};
 use quire_core::Secret;
 
 use super::audit;
@@ -13,6 +14,7 @@ use crate::session::{
     Client, Form, LOGIN_COOKIE, SESSION_COOKIE, Signed, constant_time_eq, cookie, csrf_refused,
     hash_token, new_token, session_cookie, session_expiry, set_cookie,
 };
+use crate::throttle::Refusal;
 use crate::{AdminError, AdminState};
 
 /// How long the sign-in form's token cookie lives, in seconds.
@@ -70,21 +72,6 @@ pub(crate) async fn submit(
         _ => return Ok(csrf_refused()),
     };
     let now = state.app.clock.now();
-    if let Some(until) = state.throttle.locked_until(client.ip, now) {
-        let wait = (until - now).num_seconds().max(1);
-        let mut response = bare_page(
-            StatusCode::TOO_MANY_REQUESTS,
-            "Too many attempts",
-            &format!(
-                "<p>Sign-in is paused after too many wrong passwords. Try again after {}.</p>",
-                esc(&time(until))
-            ),
-        );
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(wait));
-        return Ok(response);
-    }
     let Some(stored) = state.app.store.admin_password_hash().await? else {
         return Ok(login_page(
             StatusCode::UNAUTHORIZED,
@@ -92,9 +79,20 @@ pub(crate) async fn submit(
             Some("No admin password is set; use `quire admin set-password`."),
         ));
     };
+    state.throttle.password_is(&stored);
+    let reservation = match state.throttle.reserve(client.ip, now) {
+        Ok(reservation) => reservation,
+        Err(until) => return Ok(throttled(Refusal::LockedUntil(until), now)),
+    };
+    let Some(slot) = state.throttle.verification_slot().await else {
+        state.throttle.withdraw(reservation);
+        return Ok(throttled(Refusal::Busy, now));
+    };
     let password = Secret::new(form.get("password").unwrap_or_default().to_owned());
-    if !password::verify_blocking(password, stored).await? {
-        state.throttle.record_failure(client.ip, now);
+    let verified = password::verify_blocking(password, stored).await;
+    drop(slot);
+    if !verified? {
+        // The reservation stays: it is this failure.
         let from = client
             .ip
             .map(|ip| ip.to_string())
@@ -111,7 +109,7 @@ pub(crate) async fn submit(
             Some("Wrong password."),
         ));
     }
-    state.throttle.record_success(client.ip);
+    state.throttle.succeeded(reservation);
     let session = new_token()?;
     let csrf = new_token()?;
     let store = &state.app.store;
@@ -132,6 +130,29 @@ pub(crate) async fn submit(
         set_cookie(LOGIN_COOKIE, "", 0, client.https),
     );
     Ok(response)
+}
+
+/// The 429 page of a refused attempt, with `Retry-After`.
+fn throttled(refusal: Refusal, now: DateTime<Utc>) -> Response {
+    let (wait, message) = match refusal {
+        Refusal::LockedUntil(until) => (
+            (until - now).num_seconds().max(1),
+            format!(
+                "<p>Sign-in is paused after too many wrong passwords. Try again after {}.</p>",
+                esc(&time(until))
+            ),
+        ),
+        Refusal::Busy => (
+            1,
+            "<p>Too many sign-in attempts are being checked right now. Try again in a moment.</p>"
+                .to_owned(),
+        ),
+    };
+    let mut response = bare_page(StatusCode::TOO_MANY_REQUESTS, "Too many attempts", &message);
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(wait));
+    response
 }
 
 /// POST /admin/logout: ends the session.

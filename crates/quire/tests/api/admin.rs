@@ -246,6 +246,46 @@ async fn sign_in_sets_a_strict_cookie_and_sign_out_ends_the_session() {
 }
 
 #[tokio::test]
+async fn parallel_wrong_passwords_get_no_more_than_five_tries_and_a_new_password_lets_in() {
+    let server = TestServer::start().await;
+    set_password(&server, PASSWORD).await;
+    let attempts = (0..20).map(|_| try_sign_in(&server, "not the password"));
+    let statuses: Vec<StatusCode> = futures_util::future::join_all(attempts)
+        .await
+        .iter()
+        .map(Response::status)
+        .collect();
+    let verified = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::UNAUTHORIZED)
+        .count();
+    assert!(
+        verified <= 5,
+        "{verified} passwords were checked: {statuses:?}"
+    );
+    assert!(
+        statuses
+            .iter()
+            .all(|s| [StatusCode::UNAUTHORIZED, StatusCode::TOO_MANY_REQUESTS].contains(s)),
+        "{statuses:?}"
+    );
+    let response = try_sign_in(&server, PASSWORD).await;
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    // Setting a new password (as `quire admin set-password` does, also while the server runs)
+    // is the way back in at once.
+    quire_admin::password::set(
+        server.store.as_ref(),
+        Secret::new("a brand new admin password".to_owned()),
+        server.clock_now(),
+        "set by the test",
+    )
+    .await
+    .unwrap();
+    let response = try_sign_in(&server, "a brand new admin password").await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+}
+
+#[tokio::test]
 async fn wrong_passwords_are_refused_and_the_sixth_attempt_is_throttled() {
     let server = TestServer::start().await;
     set_password(&server, PASSWORD).await;
