@@ -2,19 +2,21 @@
 //! sources, documents, chunks, API keys, background jobs, rate-limit windows, generated
 //! conversations, webhooks with their event outbox and delivery log, and the admin interface's
 //! password, sessions and audit log. The embedded
-//! default is SQLite ([`SqliteStore`]); other backends implement the same trait and pass the
-//! same conformance tests.
+//! default is SQLite ([`SqliteStore`]); a cluster shares one PostgreSQL database
+//! ([`PgStore`]). Both implement the same trait and pass the same conformance tests.
 //!
 //! Every call that reads documents takes the caller's [`SourceScope`], so scope filtering
 //! happens here, in one place, and no endpoint can forget it.
 
 mod error;
 mod location;
+mod postgres;
 mod sqlite;
 mod types;
 
 pub use error::StoreError;
 pub use location::{StoreLocation, open};
+pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 pub use types::{
     AdminSession, AuditEntry, ClaimedJob, ConversationRecord, Created, DeliveryAttempt,
