@@ -144,6 +144,13 @@ pub trait Store: Send + Sync + 'static {
     async fn requeue_running_jobs(&self, now: DateTime<Utc>) -> StoreResult<u64>;
     /// Number of jobs waiting or running.
     async fn pending_job_count(&self) -> StoreResult<u64>;
+    /// Waits until a job may have become runnable, or `max` has passed: what an idle worker
+    /// does between claims. PostgreSQL returns as soon as any node queues a job (`LISTEN`);
+    /// SQLite, which has no notifications, sleeps `max`. It may return without a job to claim,
+    /// and a job queued just before the wait began may wait up to `max`.
+    async fn wait_for_jobs(&self, max: std::time::Duration) {
+        tokio::time::sleep(max).await;
+    }
 
     // --- API keys ---
 

@@ -66,6 +66,7 @@ conformance! {
         reopening_keeps_data_and_skips_applied_migrations,
         deliveries_are_claimed_once_across_handles_and_restarts,
         jobs_are_claimed_once_across_handles,
+        a_queued_job_wakes_waiting_workers,
     ],
 }
 
@@ -916,4 +917,51 @@ async fn jobs_are_claimed_once_across_handles(db: &TestDb) {
     assert_eq!(all, docs, "every job claimed exactly once");
     first.close().await;
     second.close().await;
+}
+
+async fn a_queued_job_wakes_waiting_workers(db: &TestDb) {
+    use std::time::{Duration, Instant};
+
+    let worker = db.open().await;
+    let api = db.open().await;
+    let s = source(&*api, "S").await;
+
+    // Nothing queued: the wait lasts its whole time.
+    let idle = Duration::from_millis(300);
+    let started = Instant::now();
+    worker.wait_for_jobs(idle).await;
+    assert!(started.elapsed() >= idle, "{:?}", started.elapsed());
+
+    // A document uploaded through another handle (another node) while two workers wait.
+    let max = if db.wakes_workers() {
+        Duration::from_secs(60)
+    } else {
+        Duration::from_millis(500)
+    };
+    let started = Instant::now();
+    let upload = async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        document(&*api, s, "new.txt").await
+    };
+    let ((), (), doc) = tokio::join!(worker.wait_for_jobs(max), worker.wait_for_jobs(max), upload);
+    let waited = started.elapsed();
+    if db.wakes_workers() {
+        assert!(
+            waited < Duration::from_secs(10),
+            "woken, not timed out: {waited:?}"
+        );
+    } else {
+        assert!(
+            waited >= max,
+            "without notifications the wait is a sleep: {waited:?}"
+        );
+    }
+    let job = worker
+        .claim_job("w", t0(), t0() + chrono::Duration::minutes(5))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(job.document_id, doc);
+    worker.close().await;
+    api.close().await;
 }

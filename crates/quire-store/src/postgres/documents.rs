@@ -8,7 +8,7 @@ use sqlx::{PgPool, Row};
 use uuid::Uuid;
 
 use super::codec::{self, DOCUMENT_COLUMNS};
-use super::jobs;
+use super::wakeups;
 use crate::{Created, DocumentHit, StoreResult};
 
 pub(super) async fn create(pool: &PgPool, doc: NewDocument) -> StoreResult<Created> {
@@ -58,7 +58,7 @@ pub(super) async fn create(pool: &PgPool, doc: NewDocument) -> StoreResult<Creat
         .bind(doc.created_at)
         .execute(&mut *tx)
         .await?;
-        jobs::notify_runnable(&mut tx).await?;
+        wakeups::notify_runnable(&mut tx).await?;
         tx.commit().await?;
         return Ok(Created::New(DocumentRecord {
             id: doc.id,

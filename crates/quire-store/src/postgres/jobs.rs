@@ -9,21 +9,9 @@ use serde_json::Map;
 use sqlx::{PgConnection, PgPool, Row};
 use uuid::Uuid;
 
+use super::wakeups::notify_runnable;
 use super::{codec, webhooks};
 use crate::{ClaimedJob, FinishOutcome, ProcessedDocument, StoreResult};
-
-/// The channel notified, at commit, whenever a job becomes runnable.
-pub(super) const JOBS_CHANNEL: &str = "quire_jobs";
-
-/// Wakes the nodes waiting for work once the caller's transaction commits (PostgreSQL sends a
-/// transaction's notifications at commit, and folds repeats into one).
-pub(super) async fn notify_runnable(conn: &mut PgConnection) -> StoreResult<()> {
-    sqlx::query("SELECT pg_notify($1, '')")
-        .bind(JOBS_CHANNEL)
-        .execute(conn)
-        .await?;
-    Ok(())
-}
 
 pub(super) async fn claim(
     pool: &PgPool,

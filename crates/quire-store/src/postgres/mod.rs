@@ -14,9 +14,11 @@ mod migrations;
 mod rate;
 mod reviews;
 mod sources;
+mod wakeups;
 mod webhooks;
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -41,6 +43,7 @@ use crate::{
 #[derive(Debug, Clone)]
 pub struct PgStore {
     pool: PgPool,
+    wakeups: Arc<wakeups::Wakeups>,
 }
 
 impl PgStore {
@@ -64,7 +67,10 @@ impl PgStore {
             // A node that cannot reach its database should say so, not hang.
             .acquire_timeout(Duration::from_secs(15))
             .connect_lazy_with(options);
-        Ok(Self { pool })
+        Ok(Self {
+            pool,
+            wakeups: Arc::default(),
+        })
     }
 }
 
@@ -363,7 +369,13 @@ impl Store for PgStore {
         admin::recent_failures(&self.pool, limit).await
     }
 
+    async fn wait_for_jobs(&self, max: Duration) {
+        self.wakeups.wait(&self.pool, max).await;
+    }
+
     async fn close(&self) {
+        // The listener holds a pool connection: it must let go before the pool can close.
+        self.wakeups.stop();
         self.pool.close().await;
     }
 }

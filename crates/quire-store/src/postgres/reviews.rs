@@ -9,7 +9,7 @@ use sqlx::postgres::PgRow;
 use sqlx::{PgPool, Row};
 
 use super::codec::{self, DOCUMENT_COLUMNS};
-use super::{jobs, webhooks};
+use super::{jobs, wakeups, webhooks};
 use crate::{
     ClaimedJob, FinishOutcome, HeldDocument, ReviewDecision, ReviewRecord, StoreError, StoreResult,
 };
@@ -161,7 +161,7 @@ pub(super) async fn decide(
     .bind(doc)
     .execute(&mut *tx)
     .await?;
-    jobs::notify_runnable(&mut tx).await?;
+    wakeups::notify_runnable(&mut tx).await?;
     tx.commit().await?;
     Ok(true)
 }

@@ -63,6 +63,12 @@ impl TestDb {
         }
     }
 
+    /// Whether [`Store::wait_for_jobs`] returns when a job is queued (PostgreSQL's `LISTEN`)
+    /// rather than always sleeping its whole time (SQLite).
+    pub fn wakes_workers(&self) -> bool {
+        matches!(self, Self::Postgres { .. })
+    }
+
     pub async fn open(&self) -> Arc<dyn Store> {
         let (Self::Sqlite { location, .. } | Self::Postgres { location, .. }) = self;
         quire_store::open(location).await.unwrap()
