@@ -2,19 +2,21 @@
 //! sources, documents, chunks, API keys, background jobs, rate-limit windows, generated
 //! conversations, webhooks with their event outbox and delivery log, and the admin interface's
 //! password, sessions and audit log. The embedded
-//! default is SQLite ([`SqliteStore`]); other backends implement the same trait and pass the
-//! same conformance tests.
+//! default is SQLite ([`SqliteStore`]); a cluster shares one PostgreSQL database
+//! ([`PgStore`]). Both implement the same trait and pass the same conformance tests.
 //!
 //! Every call that reads documents takes the caller's [`SourceScope`], so scope filtering
 //! happens here, in one place, and no endpoint can forget it.
 
 mod error;
 mod location;
+mod postgres;
 mod sqlite;
 mod types;
 
 pub use error::StoreError;
 pub use location::{StoreLocation, open};
+pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 pub use types::{
     AdminSession, AuditEntry, ClaimedJob, ConversationRecord, Created, DeliveryAttempt,
@@ -142,6 +144,13 @@ pub trait Store: Send + Sync + 'static {
     async fn requeue_running_jobs(&self, now: DateTime<Utc>) -> StoreResult<u64>;
     /// Number of jobs waiting or running.
     async fn pending_job_count(&self) -> StoreResult<u64>;
+    /// Waits until a job may have become runnable, or `max` has passed: what an idle worker
+    /// does between claims. PostgreSQL returns as soon as any node queues a job (`LISTEN`);
+    /// SQLite, which has no notifications, sleeps `max`. It may return without a job to claim,
+    /// and a job queued just before the wait began may wait up to `max`.
+    async fn wait_for_jobs(&self, max: std::time::Duration) {
+        tokio::time::sleep(max).await;
+    }
 
     // --- API keys ---
 

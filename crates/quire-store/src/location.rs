@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::{SqliteStore, Store, StoreError, StoreResult};
+use crate::{PgStore, SqliteStore, Store, StoreError, StoreResult};
 
 /// A parsed `store.url`.
 #[derive(Clone, PartialEq, Eq)]
@@ -54,7 +54,7 @@ impl fmt::Debug for StoreLocation {
 }
 
 /// `scheme://user:secret@host/…` → `scheme://user:***@host/…`; anything else unchanged.
-fn redact_password(url: &str) -> String {
+pub(crate) fn redact_password(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
@@ -80,9 +80,7 @@ pub async fn open(location: &StoreLocation) -> StoreResult<Arc<dyn Store>> {
             }
             Ok(Arc::new(SqliteStore::open(path).await?))
         }
-        StoreLocation::Postgres(_) => Err(StoreError::Open(format!(
-            "{location}: this build has no PostgreSQL backend yet"
-        ))),
+        StoreLocation::Postgres(url) => Ok(Arc::new(PgStore::open(url).await?)),
     }
 }
 
@@ -117,5 +115,31 @@ mod tests {
         );
         let error = StoreLocation::parse("mysql://root:hunter2@db").unwrap_err();
         assert!(!error.to_string().contains("hunter2"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn a_server_that_cannot_be_reached_is_named_without_its_password() {
+        // A port nothing listens on: bound, then released.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let url = format!("postgres://quire:hunter2@127.0.0.1:{port}/quire");
+        let error = match open(&StoreLocation::parse(&url).unwrap()).await {
+            Ok(_) => panic!("nothing listens on port {port}"),
+            Err(error) => error,
+        };
+        let message = error.to_string();
+        assert!(matches!(error, StoreError::Open(_)), "{message}");
+        assert!(
+            message.contains(&format!("postgres://quire:***@127.0.0.1:{port}/quire")),
+            "{message}"
+        );
+        assert!(!message.contains("hunter2"), "{message}");
+        assert!(
+            !message.contains("timed out"),
+            "the cause, not a pool timeout: {message}"
+        );
     }
 }

@@ -1,35 +1,79 @@
-//! The storage conformance suite: every backend must pass the same story. Each check takes a
-//! fresh store; today the suite runs against SQLite, and the PostgreSQL backend will run it too.
+//! The storage conformance suite: every backend must pass the same stories. `conformance!`
+//! lists each story once and runs it against every backend (`sqlite::…` and `postgres::…`),
+//! each run on a fresh database: a temporary SQLite file, or a schema of its own in the
+//! PostgreSQL server named by `QUIRE_TEST_POSTGRES_URL` (`scripts/postgres start` prints one;
+//! `scripts/test` starts it). Without that variable the PostgreSQL runs fail rather than skip.
 
 use chrono::{DateTime, Duration, Utc};
+use futures_util::future::join_all;
 use quire_core::{
     ChunkDraft, ConversationId, DocumentId, DocumentStatus, KeyId, MessageId, NewApiKey,
     NewDocument, NewSource, Permission, SourceDescription, SourceId, SourceName, SourceScope,
     SourceType,
 };
 use quire_store::{
-    Created, FinishOutcome, NewMessage, ProcessedDocument, RateBucket, RateWindow, SqliteStore,
-    Store, StoreError,
+    Created, FinishOutcome, NewMessage, ProcessedDocument, RateBucket, RateWindow, Store,
+    StoreError,
 };
 
 // In a folder of their own so cargo does not take them for other test binaries.
+#[macro_use]
+#[path = "conformance/harness.rs"]
+mod harness;
 #[path = "conformance/admin.rs"]
 mod admin;
 #[path = "conformance/webhooks.rs"]
 mod webhooks;
 
+use admin::{audit_log_is_newest_first, dashboard_counts, password_and_sessions};
+use harness::TestDb;
+use webhooks::{
+    deleting_a_webhook_drops_its_events_and_log,
+    deliveries_are_claimed_once_across_handles_and_restarts,
+    delivery_log_is_bounded_and_newest_first, failing_a_document_writes_its_error,
+    finishing_a_document_writes_one_event_per_subscriber, pii_events_carry_the_given_fields,
+    webhooks_are_registered_listed_and_deleted,
+};
+
+conformance! {
+    // Stories on one store handle.
+    stores: [
+        sources_and_documents_respect_scope,
+        chunks_are_read_back_by_key_and_by_document,
+        jobs_are_leased_finished_and_resumed,
+        the_same_bytes_are_one_document_per_source,
+        keys_are_stored_by_hash_and_revoked,
+        rate_windows_count_and_prune,
+        concurrent_rate_hits_are_counted_exactly,
+        conversations_belong_to_the_key_that_started_them,
+        recent_messages_are_the_last_ones_oldest_first,
+        conversations_are_listed_per_key_newest_first,
+        message_text_round_trips_exactly,
+        webhooks_are_registered_listed_and_deleted,
+        finishing_a_document_writes_one_event_per_subscriber,
+        failing_a_document_writes_its_error,
+        delivery_log_is_bounded_and_newest_first,
+        deleting_a_webhook_drops_its_events_and_log,
+        pii_events_carry_the_given_fields,
+        password_and_sessions,
+        audit_log_is_newest_first,
+        dashboard_counts,
+    ],
+    // Stories that open several handles on one database: other processes, other nodes, or
+    // the same one after a restart.
+    databases: [
+        first_opens_at_once_agree_on_the_schema,
+        reopening_keeps_data_and_skips_applied_migrations,
+        deliveries_are_claimed_once_across_handles_and_restarts,
+        jobs_are_claimed_once_across_handles,
+        a_queued_job_wakes_waiting_workers,
+    ],
+}
+
 fn t0() -> DateTime<Utc> {
     DateTime::parse_from_rfc3339("2026-05-01T12:00:00Z")
         .unwrap()
         .with_timezone(&Utc)
-}
-
-async fn sqlite() -> (tempfile::TempDir, SqliteStore) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&dir.path().join("quire.db"))
-        .await
-        .unwrap();
-    (dir, store)
 }
 
 async fn source(store: &dyn Store, name: &str) -> SourceId {
@@ -797,75 +841,43 @@ async fn message_text_round_trips_exactly(store: &dyn Store) {
     assert_eq!((read.id, read.created_at), (new.id, t0()));
 }
 
-#[tokio::test]
-async fn sqlite_sources_and_documents_respect_scope() {
-    let (_dir, store) = sqlite().await;
-    sources_and_documents_respect_scope(&store).await;
+async fn concurrent_rate_hits_are_counted_exactly(store: &dyn Store) {
+    let window = RateWindow {
+        key: KeyId::new(),
+        bucket: RateBucket::Generate,
+        start: t0(),
+    };
+    // All at once: on PostgreSQL they run on different connections, like hits on several nodes.
+    let hits = join_all((0..40).map(|_| store.hit_rate_window(&window))).await;
+    let mut counts: Vec<u64> = hits.into_iter().map(Result::unwrap).collect();
+    counts.sort_unstable();
+    assert_eq!(
+        counts,
+        (1..=40).collect::<Vec<u64>>(),
+        "every hit its own count"
+    );
+    assert_eq!(store.peek_rate_window(&window).await.unwrap(), 40);
 }
 
-#[tokio::test]
-async fn sqlite_chunks_are_read_back_by_key_and_by_document() {
-    let (_dir, store) = sqlite().await;
-    chunks_are_read_back_by_key_and_by_document(&store).await;
+async fn first_opens_at_once_agree_on_the_schema(db: &TestDb) {
+    // Several nodes (or the server and the CLI) starting together on an empty database: the
+    // migrations run once and every handle works.
+    let (a, b, c) = tokio::join!(db.open(), db.open(), db.open());
+    let s = source(&*a, "Shared").await;
+    for store in [&b, &c] {
+        let listed = store.list_sources(&SourceScope::All).await.unwrap();
+        assert_eq!(listed.iter().map(|s| s.id).collect::<Vec<_>>(), [s]);
+    }
+    for store in [a, b, c] {
+        store.close().await;
+    }
 }
 
-#[tokio::test]
-async fn sqlite_jobs_are_leased_finished_and_resumed() {
-    let (_dir, store) = sqlite().await;
-    jobs_are_leased_finished_and_resumed(&store).await;
-}
-
-#[tokio::test]
-async fn sqlite_the_same_bytes_are_one_document_per_source() {
-    let (_dir, store) = sqlite().await;
-    the_same_bytes_are_one_document_per_source(&store).await;
-}
-
-#[tokio::test]
-async fn sqlite_keys_are_stored_by_hash_and_revoked() {
-    let (_dir, store) = sqlite().await;
-    keys_are_stored_by_hash_and_revoked(&store).await;
-}
-
-#[tokio::test]
-async fn sqlite_rate_windows_count_and_prune() {
-    let (_dir, store) = sqlite().await;
-    rate_windows_count_and_prune(&store).await;
-}
-
-#[tokio::test]
-async fn sqlite_conversations_belong_to_the_key_that_started_them() {
-    let (_dir, store) = sqlite().await;
-    conversations_belong_to_the_key_that_started_them(&store).await;
-}
-
-#[tokio::test]
-async fn sqlite_recent_messages_are_the_last_ones_oldest_first() {
-    let (_dir, store) = sqlite().await;
-    recent_messages_are_the_last_ones_oldest_first(&store).await;
-}
-
-#[tokio::test]
-async fn sqlite_conversations_are_listed_per_key_newest_first() {
-    let (_dir, store) = sqlite().await;
-    conversations_are_listed_per_key_newest_first(&store).await;
-}
-
-#[tokio::test]
-async fn sqlite_message_text_round_trips_exactly() {
-    let (_dir, store) = sqlite().await;
-    message_text_round_trips_exactly(&store).await;
-}
-
-#[tokio::test]
-async fn sqlite_reopening_keeps_data_and_skips_applied_migrations() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("quire.db");
-    let store = SqliteStore::open(&path).await.unwrap();
-    let s = source(&store, "Kept").await;
+async fn reopening_keeps_data_and_skips_applied_migrations(db: &TestDb) {
+    let store = db.open().await;
+    let s = source(&*store, "Kept").await;
     store.close().await;
-    let (a, b) = tokio::join!(SqliteStore::open(&path), SqliteStore::open(&path));
-    let (a, b) = (a.unwrap(), b.unwrap());
+    let (a, b) = tokio::join!(db.open(), db.open());
     assert_eq!(
         a.get_source(&SourceScope::All, s)
             .await
@@ -875,68 +887,81 @@ async fn sqlite_reopening_keeps_data_and_skips_applied_migrations() {
         "Kept"
     );
     assert_eq!(b.list_sources(&SourceScope::All).await.unwrap().len(), 1);
+    a.close().await;
+    b.close().await;
 }
 
-#[tokio::test]
-async fn sqlite_webhooks_are_registered_listed_and_deleted() {
-    let (_dir, store) = sqlite().await;
-    webhooks::webhooks_are_registered_listed_and_deleted(&store).await;
+async fn jobs_are_claimed_once_across_handles(db: &TestDb) {
+    let first = db.open().await;
+    let second = db.open().await;
+    let s = source(&*first, "S").await;
+    let mut docs = Vec::new();
+    for i in 0..12 {
+        docs.push(document(&*first, s, &format!("{i}.txt")).await);
+    }
+    let drain = async |store: &dyn Store, worker: &str| {
+        let mut claimed = Vec::new();
+        while let Some(job) = store
+            .claim_job(worker, t0(), t0() + Duration::minutes(5))
+            .await
+            .unwrap()
+        {
+            claimed.push(job.document_id);
+        }
+        claimed
+    };
+    let (a, b) = tokio::join!(drain(&*first, "a"), drain(&*second, "b"));
+    let mut all: Vec<DocumentId> = a.iter().chain(&b).copied().collect();
+    all.sort();
+    docs.sort();
+    assert_eq!(all, docs, "every job claimed exactly once");
+    first.close().await;
+    second.close().await;
 }
 
-#[tokio::test]
-async fn sqlite_finishing_a_document_writes_one_event_per_subscriber() {
-    let (_dir, store) = sqlite().await;
-    webhooks::finishing_a_document_writes_one_event_per_subscriber(&store).await;
-}
+async fn a_queued_job_wakes_waiting_workers(db: &TestDb) {
+    use std::time::{Duration, Instant};
 
-#[tokio::test]
-async fn sqlite_failing_a_document_writes_its_error() {
-    let (_dir, store) = sqlite().await;
-    webhooks::failing_a_document_writes_its_error(&store).await;
-}
+    let worker = db.open().await;
+    let api = db.open().await;
+    let s = source(&*api, "S").await;
 
-#[tokio::test]
-async fn sqlite_deliveries_are_claimed_once_across_handles_and_restarts() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("quire.db");
-    webhooks::deliveries_are_claimed_once_across_handles_and_restarts(async || {
-        Box::new(SqliteStore::open(&path).await.unwrap()) as Box<dyn Store>
-    })
-    .await;
-}
+    // Nothing queued: the wait lasts its whole time.
+    let idle = Duration::from_millis(300);
+    let started = Instant::now();
+    worker.wait_for_jobs(idle).await;
+    assert!(started.elapsed() >= idle, "{:?}", started.elapsed());
 
-#[tokio::test]
-async fn sqlite_delivery_log_is_bounded_and_newest_first() {
-    let (_dir, store) = sqlite().await;
-    webhooks::delivery_log_is_bounded_and_newest_first(&store).await;
-}
-
-#[tokio::test]
-async fn sqlite_deleting_a_webhook_drops_its_events_and_log() {
-    let (_dir, store) = sqlite().await;
-    webhooks::deleting_a_webhook_drops_its_events_and_log(&store).await;
-}
-
-#[tokio::test]
-async fn sqlite_pii_events_carry_the_given_fields() {
-    let (_dir, store) = sqlite().await;
-    webhooks::pii_events_carry_the_given_fields(&store).await;
-}
-
-#[tokio::test]
-async fn sqlite_admin_password_and_sessions() {
-    let (_dir, store) = sqlite().await;
-    admin::password_and_sessions(&store).await;
-}
-
-#[tokio::test]
-async fn sqlite_admin_audit_log_is_newest_first() {
-    let (_dir, store) = sqlite().await;
-    admin::audit_log_is_newest_first(&store).await;
-}
-
-#[tokio::test]
-async fn sqlite_admin_dashboard_counts() {
-    let (_dir, store) = sqlite().await;
-    admin::dashboard_counts(&store).await;
+    // A document uploaded through another handle (another node) while two workers wait.
+    let max = if db.wakes_workers() {
+        Duration::from_secs(60)
+    } else {
+        Duration::from_millis(500)
+    };
+    let started = Instant::now();
+    let upload = async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        document(&*api, s, "new.txt").await
+    };
+    let ((), (), doc) = tokio::join!(worker.wait_for_jobs(max), worker.wait_for_jobs(max), upload);
+    let waited = started.elapsed();
+    if db.wakes_workers() {
+        assert!(
+            waited < Duration::from_secs(10),
+            "woken, not timed out: {waited:?}"
+        );
+    } else {
+        assert!(
+            waited >= max,
+            "without notifications the wait is a sleep: {waited:?}"
+        );
+    }
+    let job = worker
+        .claim_job("w", t0(), t0() + chrono::Duration::minutes(5))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(job.document_id, doc);
+    worker.close().await;
+    api.close().await;
 }

@@ -53,11 +53,26 @@ impl SqliteStore {
             .foreign_keys(true)
             // Other processes (the CLI) write to the same file; wait for their lock.
             .busy_timeout(Duration::from_secs(10));
-        let pool = SqlitePoolOptions::new()
-            .max_connections(8)
-            .connect_with(options)
-            .await
-            .map_err(|e| StoreError::Open(format!("{}: {e}", path.display())))?;
+        // Processes creating the file at the same moment (the server and the CLI on a first
+        // run): switching a new file to WAL needs a lock SQLite reports as busy at once, without
+        // waiting for busy_timeout; the loser tries again shortly.
+        let mut busy_retries = 50;
+        let pool = loop {
+            match SqlitePoolOptions::new()
+                .max_connections(8)
+                .connect_with(options.clone())
+                .await
+            {
+                Ok(pool) => break pool,
+                Err(sqlx::Error::Database(e))
+                    if e.code().as_deref() == Some("5") && busy_retries > 0 =>
+                {
+                    busy_retries -= 1;
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(e) => return Err(StoreError::Open(format!("{}: {e}", path.display()))),
+            }
+        };
         migrations::run(&pool).await?;
         Ok(Self { pool })
     }

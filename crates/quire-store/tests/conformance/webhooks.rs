@@ -10,7 +10,7 @@ use quire_store::{
 };
 use serde_json::{Value, json};
 
-use super::{chunks, document, source, t0};
+use super::{TestDb, chunks, document, source, t0};
 
 use WebhookEvent::{DocumentFailed, DocumentPiiDetected, DocumentReady};
 
@@ -206,12 +206,10 @@ pub(super) async fn failing_a_document_writes_its_error(store: &dyn Store) {
     );
 }
 
-/// `open` opens another handle on the same database: another process, or the same one after a
-/// restart.
-pub(super) async fn deliveries_are_claimed_once_across_handles_and_restarts(
-    open: impl AsyncFn() -> Box<dyn Store>,
-) {
-    let first = open().await;
+/// Each `db.open()` is another handle on the same database: another process or node, or the
+/// same one after a restart.
+pub(super) async fn deliveries_are_claimed_once_across_handles_and_restarts(db: &TestDb) {
+    let first = db.open().await;
     let hook = webhook(&*first, "https://hook.example", &[DocumentReady]).await;
     let s = source(&*first, "S").await;
     let mut docs = Vec::new();
@@ -233,11 +231,11 @@ pub(super) async fn deliveries_are_claimed_once_across_handles_and_restarts(
     drop(first);
 
     // After a restart the claimed rows stay claimed; the one left is claimable, once.
-    let restarted = open().await;
+    let restarted = db.open().await;
     assert_eq!(restarted.pending_deliveries_count().await.unwrap(), 1);
     let rest = restarted.claim_deliveries(10).await.unwrap();
     assert_eq!(rest.iter().map(document_of).collect::<Vec<_>>(), docs[2..]);
-    let other = open().await;
+    let other = db.open().await;
     assert!(other.claim_deliveries(10).await.unwrap().is_empty());
     assert!(restarted.claim_deliveries(10).await.unwrap().is_empty());
     assert_eq!(other.pending_deliveries_count().await.unwrap(), 0);

@@ -1,0 +1,181 @@
+//! Documents held for review: holding one (the job ends, the document waits in
+//! `pending_review`, `document.pii_detected` goes to the outbox, all in one transaction),
+//! listing them, and an administrator's decision, which sends the document back to processing.
+
+use chrono::{DateTime, Utc};
+use quire_core::{DocumentId, DocumentStatus, WebhookEvent};
+use serde_json::{Map, Value};
+use sqlx::postgres::PgRow;
+use sqlx::{PgPool, Row};
+
+use super::codec::{self, DOCUMENT_COLUMNS};
+use super::{jobs, wakeups, webhooks};
+use crate::{
+    ClaimedJob, FinishOutcome, HeldDocument, ReviewDecision, ReviewRecord, StoreError, StoreResult,
+};
+
+/// Ends `job` with its document in `pending_review`, records why, and announces it.
+pub(super) async fn hold(
+    pool: &PgPool,
+    job: &ClaimedJob,
+    held: HeldDocument,
+    now: DateTime<Utc>,
+) -> StoreResult<FinishOutcome> {
+    let doc = job.document_id.0;
+    let types = serde_json::to_string(&held.pii_types)
+        .map_err(|e| StoreError::Invalid(format!("personal-data types: {e}")))?;
+    let mut tx = pool.begin().await?;
+    if !jobs::release_lease(&mut tx, job, "done", None, now).await? {
+        tx.rollback().await?;
+        return jobs::lost_or_gone(pool, job).await;
+    }
+    let updated = sqlx::query(
+        "UPDATE documents SET status = $1, error = NULL, chunk_count = 0, page_count = $2,
+                              updated_at = $3
+         WHERE id = $4",
+    )
+    .bind(DocumentStatus::PendingReview.as_str())
+    .bind(i64::from(held.page_count))
+    .bind(now)
+    .bind(doc)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    if updated == 0 {
+        tx.rollback().await?;
+        return Ok(FinishOutcome::DocumentGone);
+    }
+    sqlx::query(
+        "INSERT INTO document_reviews (document_id, pii_types, findings, held_at)
+         VALUES ($1, $2, $3, $4)
+         ON CONFLICT (document_id) DO UPDATE SET
+             pii_types = excluded.pii_types, findings = excluded.findings,
+             held_at = excluded.held_at, decision = NULL, decided_at = NULL",
+    )
+    .bind(doc)
+    .bind(&types)
+    .bind(&held.findings)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    let mut extra = Map::new();
+    extra.insert(
+        "piiTypes".into(),
+        Value::Array(held.pii_types.iter().cloned().map(Value::String).collect()),
+    );
+    webhooks::enqueue(
+        &mut tx,
+        job.document_id,
+        WebhookEvent::DocumentPiiDetected,
+        extra,
+        now,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(FinishOutcome::Stored)
+}
+
+const REVIEW_COLUMNS: &str = "r.pii_types, r.findings, r.held_at, r.decision, r.decided_at";
+
+fn review_from_row(row: &PgRow) -> StoreResult<ReviewRecord> {
+    let types: String = row.try_get("pii_types")?;
+    let decision: Option<String> = row.try_get("decision")?;
+    Ok(ReviewRecord {
+        document: codec::document_from_row(row)?,
+        pii_types: serde_json::from_str(&types)
+            .map_err(|e| StoreError::Corrupt(format!("review types: {e}")))?,
+        findings: row.try_get("findings")?,
+        held_at: row.try_get("held_at")?,
+        decision: decision.as_deref().map(ReviewDecision::parse).transpose()?,
+        decided_at: row.try_get("decided_at")?,
+    })
+}
+
+/// Documents waiting for a decision, oldest first.
+pub(super) async fn waiting(pool: &PgPool) -> StoreResult<Vec<ReviewRecord>> {
+    let rows = sqlx::query(&format!(
+        "SELECT {DOCUMENT_COLUMNS}, {REVIEW_COLUMNS}
+         FROM document_reviews r JOIN documents d ON d.id = r.document_id
+         WHERE r.decision IS NULL AND d.status = $1
+         ORDER BY r.held_at, d.seq"
+    ))
+    .bind(DocumentStatus::PendingReview.as_str())
+    .fetch_all(pool)
+    .await?;
+    rows.iter().map(review_from_row).collect()
+}
+
+/// One document's review, decided or not.
+pub(super) async fn get(pool: &PgPool, id: DocumentId) -> StoreResult<Option<ReviewRecord>> {
+    let row = sqlx::query(&format!(
+        "SELECT {DOCUMENT_COLUMNS}, {REVIEW_COLUMNS}
+         FROM document_reviews r JOIN documents d ON d.id = r.document_id
+         WHERE r.document_id = $1"
+    ))
+    .bind(id.0)
+    .fetch_optional(pool)
+    .await?;
+    row.as_ref().map(review_from_row).transpose()
+}
+
+/// Records the decision and queues the document again; false when it is not waiting.
+pub(super) async fn decide(
+    pool: &PgPool,
+    id: DocumentId,
+    decision: ReviewDecision,
+    now: DateTime<Utc>,
+) -> StoreResult<bool> {
+    let doc = id.0;
+    let mut tx = pool.begin().await?;
+    // The row lock this update takes makes a second decision wait, then find nothing to do.
+    let updated = sqlx::query(
+        "UPDATE documents SET status = $1, updated_at = $2 WHERE id = $3 AND status = $4",
+    )
+    .bind(DocumentStatus::Queued.as_str())
+    .bind(now)
+    .bind(doc)
+    .bind(DocumentStatus::PendingReview.as_str())
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    if updated == 0 {
+        tx.rollback().await?;
+        return Ok(false);
+    }
+    sqlx::query(
+        "UPDATE document_reviews SET decision = $1, decided_at = $2
+         WHERE document_id = $3 AND decision IS NULL",
+    )
+    .bind(decision.as_str())
+    .bind(now)
+    .bind(doc)
+    .execute(&mut *tx)
+    .await?;
+    // The document's job runs again from the start, with the decision to apply.
+    sqlx::query(
+        "UPDATE jobs SET state = 'queued', attempts = 0, run_after = $1, lease_owner = NULL,
+                         lease_expires_at = NULL, last_error = NULL, updated_at = $1
+         WHERE document_id = $2",
+    )
+    .bind(now)
+    .bind(doc)
+    .execute(&mut *tx)
+    .await?;
+    wakeups::notify_runnable(&mut tx).await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// The decision a document was sent back to processing with, if any.
+pub(super) async fn decision(pool: &PgPool, id: DocumentId) -> StoreResult<Option<ReviewDecision>> {
+    let decision: Option<Option<String>> =
+        sqlx::query_scalar("SELECT decision FROM document_reviews WHERE document_id = $1")
+            .bind(id.0)
+            .fetch_optional(pool)
+            .await?;
+    decision
+        .flatten()
+        .as_deref()
+        .map(ReviewDecision::parse)
+        .transpose()
+}
