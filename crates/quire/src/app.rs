@@ -10,13 +10,14 @@ use std::time::Duration;
 use anyhow::Context;
 use axum::Router;
 use quire_core::Clock;
+use quire_files::LocalFiles;
 use quire_http::generate::{Generation, GenerationQueue};
 use quire_http::{AppState, HttpSettings, RateLimiter, WebhookSettings};
-use quire_ingest::{Ingest, IngestSettings, JobRunner, Originals, Semantic, WorkerSettings};
+use quire_ingest::{Ingest, IngestSettings, JobRunner, Semantic, Staging, WorkerSettings};
 use quire_models::generate::{Extractive, Generator, OpenAiChat, OpenAiChatSettings};
 use quire_models::{Embedder, LocalEmbedder, OpenAiEmbedder, OpenAiSettings};
 use quire_search::KeywordIndex;
-use quire_store::{Store, StoreLocation};
+use quire_store::Store;
 use tokio::net::TcpListener;
 
 use crate::config::Config;
@@ -53,7 +54,9 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
             index_dir.display()
         )
     })?);
-    let originals = Originals::open(data_dir).context("could not prepare the file store")?;
+    let staging = Staging::open(data_dir).context("could not prepare the upload staging area")?;
+    let files =
+        Arc::new(LocalFiles::in_data_dir(data_dir).context("could not prepare the file store")?);
     let (semantic, semantic_note) = match open_semantic(config).await {
         Ok(Some(embedder)) => {
             let dir = data_dir.join("index").join("vectors");
@@ -89,7 +92,8 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
         Ingest::new(
             Arc::clone(&dyn_store),
             Arc::clone(&index),
-            originals,
+            staging,
+            files,
             Arc::clone(&clock),
             IngestSettings {
                 max_upload_bytes: config.limits.max_upload_bytes,

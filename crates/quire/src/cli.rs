@@ -313,15 +313,24 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let store = crate::open_store(&config).await?;
             let out = match command {
                 ReviewCommand::List { json } => review_cli::list(store.as_ref(), json).await,
-                ReviewCommand::Show { id, json } => review_cli::show(store.as_ref(), &id, json).await,
+                ReviewCommand::Show { id, json } => {
+                    review_cli::show(store.as_ref(), &id, json).await
+                }
                 ReviewCommand::Approve { id } => {
-                    review_cli::decide(store.as_ref(), &id, quire_store::ReviewDecision::Approve).await
+                    review_cli::decide(store.as_ref(), &id, quire_store::ReviewDecision::Approve)
+                        .await
                 }
                 ReviewCommand::Redact { id } => {
-                    review_cli::decide(store.as_ref(), &id, quire_store::ReviewDecision::Redact).await
+                    review_cli::decide(store.as_ref(), &id, quire_store::ReviewDecision::Redact)
+                        .await
                 }
                 ReviewCommand::Reject { id } => {
-                    review_cli::reject(store.as_ref(), &config.data_dir, &id).await
+                    // Not the staging area (`Staging::open` clears it, and a running server
+                    // may be receiving an upload there): only the originals.
+                    match quire_files::LocalFiles::in_data_dir(&config.data_dir) {
+                        Ok(files) => review_cli::reject(store.as_ref(), &files, &id).await,
+                        Err(e) => Err(e.into()),
+                    }
                 }
             };
             store.close().await;
