@@ -22,7 +22,8 @@ impl StoreLocation {
         if let Some(path) = url.strip_prefix("sqlite://") {
             if path.is_empty() {
                 return Err(StoreError::Invalid(
-                    "store.url \"sqlite://\" names no file (use sqlite:///path/to/quire.db)".into(),
+                    "store.url \"sqlite://\" names no file (use sqlite:///path/to/quire.db)"
+                        .into(),
                 ));
             }
             return Ok(Self::Sqlite(PathBuf::from(path)));
@@ -107,14 +108,8 @@ mod tests {
     #[test]
     fn never_shows_the_password() {
         let location = StoreLocation::parse("postgres://quire:hunter2@db:5432/quire?x=1").unwrap();
-        assert_eq!(
-            location.to_string(),
-            "postgres://quire:***@db:5432/quire?x=1"
-        );
-        assert_eq!(
-            format!("{location:?}"),
-            "postgres://quire:***@db:5432/quire?x=1"
-        );
+        assert_eq!(location.to_string(), "postgres://quire:***@db:5432/quire?x=1");
+        assert_eq!(format!("{location:?}"), "postgres://quire:***@db:5432/quire?x=1");
         let error = StoreLocation::parse("mysql://root:hunter2@db").unwrap_err();
         assert!(!error.to_string().contains("hunter2"), "{error}");
     }

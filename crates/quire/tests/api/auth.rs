@@ -47,9 +47,7 @@ async fn missing_malformed_unknown_and_revoked_keys_are_401() {
         StatusCode::OK
     );
     let keys = server.store_keys().await;
-    server
-        .store
-        .revoke_key(keys[0], server.clock_now())
+    server.store.revoke_key(keys[0], server.clock_now())
         .await
         .unwrap();
     let revoked = assert_error(

@@ -593,7 +593,9 @@ async fn a_follow_up_is_condensed_with_the_history_and_retrieves_on_topic() {
 
     // Both exchanges are stored under the conversation.
     let id: quire_core::ConversationId = conversation.parse().unwrap();
-    let stored = server.store.recent_messages(id, 10).await.unwrap();
+    let stored = server.store.recent_messages(id, 10)
+        .await
+        .unwrap();
     assert_eq!(stored.len(), 2);
     assert_eq!(stored[1].question, "and how often is its seal replaced?");
     assert!(

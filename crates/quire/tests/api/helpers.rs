@@ -95,8 +95,7 @@ impl TestServer {
     }
 
     pub async fn store_keys(&self) -> Vec<quire_core::KeyId> {
-        self.store
-            .list_keys()
+        self.store.list_keys()
             .await
             .unwrap()
             .into_iter()

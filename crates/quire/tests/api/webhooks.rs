@@ -486,15 +486,13 @@ async fn an_event_written_before_a_restart_is_delivered_once_after_it() {
     let store = quire::open_store(&crate::helpers::test_config(data_dir.path()))
         .await
         .unwrap();
-    let written = store
-        .enqueue_event(
-            doc.parse().unwrap(),
-            quire_core::WebhookEvent::DocumentPiiDetected,
-            json!({"piiTypes": ["person_name"]}),
-            chrono::Utc::now(),
-        )
-        .await
-        .unwrap();
+    let written = store.enqueue_event(doc.parse().unwrap(),
+        quire_core::WebhookEvent::DocumentPiiDetected,
+        json!({"piiTypes": ["person_name"]}),
+        chrono::Utc::now(),
+    )
+    .await
+    .unwrap();
     assert_eq!(written, 1);
     drop(store);
 
