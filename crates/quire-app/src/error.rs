@@ -31,6 +31,10 @@ pub enum AppError {
     /// The generation queue is full, or the key holds its share of it.
     #[error("{0}")]
     QueueFull(QueueFull),
+    /// A service Quire depends on (the storage of originals) is unreachable or failing; the
+    /// request may succeed later. The cause has been logged.
+    #[error("a storage service is unavailable; try again later")]
+    Unavailable,
     /// Something failed inside; the cause has been logged.
     #[error("an internal error occurred; it has been logged")]
     Internal,
@@ -83,7 +87,12 @@ impl From<IngestError> for AppError {
             IngestError::Store(e) => e.into(),
             IngestError::Index(e) => e.into(),
             IngestError::Stage(e) => e.into(),
-            IngestError::Io(_)
+            IngestError::FilesUnavailable(_) => {
+                tracing::error!(error = %e, "the storage of originals is unavailable");
+                Self::Unavailable
+            }
+            IngestError::Files(_)
+            | IngestError::Io(_)
             | IngestError::Task(_)
             | IngestError::Vectors(_)
             | IngestError::Embedding(_) => Self::internal(&e),

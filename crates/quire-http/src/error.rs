@@ -39,11 +39,18 @@ pub enum ApiError {
     QueueFull(QueueFull),
     /// 500: something failed inside; the cause has been logged.
     Internal,
+    /// 503: a service Quire depends on (the storage of originals) is down; the cause has
+    /// been logged.
+    Unavailable,
 }
 
 /// What a client refused for a full generation queue is told to wait: about one answer's
 /// time.
 const QUEUE_RETRY_SECONDS: u64 = 10;
+
+/// What a client refused because the storage of originals is down is told to wait: long
+/// enough for a restarting storage service, short enough not to lose the upload.
+const UNAVAILABLE_RETRY_SECONDS: u64 = 30;
 
 /// The error envelope every non-2xx response carries.
 #[derive(Debug, Serialize)]
@@ -98,6 +105,14 @@ impl ApiError {
                 "queue_full",
                 format!("{full}; retry in {QUEUE_RETRY_SECONDS} seconds"),
             ),
+            Self::Unavailable => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                format!(
+                    "file storage is temporarily unavailable; nothing was stored; retry in \
+                     {UNAVAILABLE_RETRY_SECONDS} seconds"
+                ),
+            ),
             Self::Internal => (
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "internal_error",
@@ -133,6 +148,12 @@ impl IntoResponse for ApiError {
                     .headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from(QUEUE_RETRY_SECONDS));
             }
+            Self::Unavailable => {
+                response.headers_mut().insert(
+                    header::RETRY_AFTER,
+                    HeaderValue::from(UNAVAILABLE_RETRY_SECONDS),
+                );
+            }
             Self::Unauthorized(_) => {
                 response
                     .headers_mut()
@@ -155,6 +176,7 @@ impl From<AppError> for ApiError {
             AppError::RateLimited(state) => Self::RateLimited(state),
             AppError::QueueFull(full) => Self::QueueFull(full),
             // The cause was logged where it was classified.
+            AppError::Unavailable => Self::Unavailable,
             AppError::Internal => Self::Internal,
         }
     }
@@ -185,6 +207,17 @@ mod tests {
         assert!(!body.message.contains("quire.db"));
         let from_store: ApiError = StoreError::Corrupt("row 7 of documents".into()).into();
         assert!(!from_store.parts().1.message.contains("row 7"));
+    }
+
+    #[test]
+    fn unavailable_file_storage_is_a_503_with_retry_after() {
+        let e = IngestError::FilesUnavailable("connect to 10.0.0.7:9000 refused".into());
+        let response = ApiError::from(e).into_response();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(response.headers()[header::RETRY_AFTER], "30");
+        let (_, body) = ApiError::Unavailable.parts();
+        assert_eq!(body.error, "unavailable");
+        assert!(!body.message.contains("10.0.0.7"));
     }
 
     #[test]

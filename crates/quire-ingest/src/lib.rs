@@ -13,8 +13,9 @@ mod worker;
 
 pub use chunker::{ChunkingParams, chunk_blocks, estimate_tokens};
 pub use isolation::{Isolation, WorkerCommand, WorkerError, run_parse_worker};
-pub use originals::{Originals, StageError, StagedFile, StagedUpload};
+pub use originals::{StageError, StagedFile, StagedUpload, Staging};
 pub use pipeline::{Processed, ProcessingError, process_file};
+pub use quire_files::{FilesError, OriginalStore};
 pub use quire_parse::{Block, ParseLimits};
 pub use review::Review;
 pub use semantic::{BackfillReport, Semantic, SemanticError, embedding_text};

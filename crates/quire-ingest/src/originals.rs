@@ -1,20 +1,20 @@
-//! Original files in the data directory. Uploads are streamed into a staging file while their
+//! The local staging area, `<data>/tmp`. Uploads are streamed into a staging file while their
 //! size is checked and their SHA-256 computed, so no upload is ever held whole in memory, and a
-//! rejected upload leaves nothing behind (the staging file is removed when dropped).
+//! rejected upload leaves nothing behind (the staging file is removed when dropped). Complete
+//! uploads then go to the [`OriginalStore`](quire_files::OriginalStore); originals fetched
+//! from a remote store for parsing are put here too, for as long as the parse takes.
 
 use std::io;
 use std::path::{Path, PathBuf};
 
-use quire_core::DocumentId;
 use sha2::{Digest, Sha256};
 use tempfile::TempPath;
 use tokio::fs::File;
 use tokio::io::AsyncWriteExt;
 
-/// Where originals live: `<data>/files/<document id>`, staged in `<data>/tmp`.
+/// The staging area for uploads and fetched originals: `<data>/tmp`.
 #[derive(Debug, Clone)]
-pub struct Originals {
-    files: PathBuf,
+pub struct Staging {
     staging: PathBuf,
 }
 
@@ -57,30 +57,30 @@ impl StagedUpload {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// The staging file, still removed when dropped, for the original store to take.
+    pub(crate) fn into_temp_path(self) -> TempPath {
+        self.path
+    }
 }
 
-impl Originals {
-    /// Uses `<data_dir>/files` and `<data_dir>/tmp`, creating them, and clears staging files
-    /// left by a previous run that stopped mid-upload.
+impl Staging {
+    /// Uses `<data_dir>/tmp`, creating it, and clears staging files left by a previous run
+    /// that stopped mid-upload.
     pub fn open(data_dir: &Path) -> io::Result<Self> {
-        let files = data_dir.join("files");
         let staging = data_dir.join("tmp");
-        std::fs::create_dir_all(&files)?;
         if staging.exists() {
             for entry in std::fs::read_dir(&staging)? {
                 let _ = std::fs::remove_file(entry?.path());
             }
         }
         std::fs::create_dir_all(&staging)?;
-        Ok(Self { files, staging })
+        Ok(Self { staging })
     }
 
     /// Starts a staging file that refuses to grow past `limit` bytes.
     pub async fn stage(&self, limit: u64) -> Result<StagedFile, StageError> {
-        let path = tempfile::Builder::new()
-            .prefix("upload-")
-            .tempfile_in(&self.staging)?
-            .into_temp_path();
+        let path = self.temp_path("upload-")?;
         let file = File::create(&path).await?;
         Ok(StagedFile {
             file,
@@ -91,24 +91,12 @@ impl Originals {
         })
     }
 
-    /// Moves a staged upload to its permanent place under `id`.
-    pub fn commit(&self, staged: StagedUpload, id: DocumentId) -> io::Result<PathBuf> {
-        let target = self.path_of(id);
-        staged.path.persist(&target).map_err(|e| e.error)?;
-        Ok(target)
-    }
-
-    /// Where the original of `id` is kept.
-    pub fn path_of(&self, id: DocumentId) -> PathBuf {
-        self.files.join(id.to_string())
-    }
-
-    /// Deletes the original of `id`; a missing file is not an error.
-    pub fn remove(&self, id: DocumentId) -> io::Result<()> {
-        match std::fs::remove_file(self.path_of(id)) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-            _ => Ok(()),
-        }
+    /// A new empty file in the staging area, removed when dropped.
+    pub(crate) fn temp_path(&self, prefix: &str) -> io::Result<TempPath> {
+        Ok(tempfile::Builder::new()
+            .prefix(prefix)
+            .tempfile_in(&self.staging)?
+            .into_temp_path())
     }
 }
 
@@ -144,12 +132,14 @@ impl StagedFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use quire_core::DocumentId;
+    use quire_files::{LocalFiles, OriginalStore};
 
     #[tokio::test]
     async fn staged_uploads_are_hashed_and_committed() {
         let dir = tempfile::tempdir().unwrap();
-        let originals = Originals::open(dir.path()).unwrap();
-        let mut staged = originals.stage(100).await.unwrap();
+        let staging = Staging::open(dir.path()).unwrap();
+        let mut staged = staging.stage(100).await.unwrap();
         staged.write(b"hello ").await.unwrap();
         staged.write(b"world").await.unwrap();
         let upload = staged.finish().await.unwrap();
@@ -159,7 +149,9 @@ mod tests {
             "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9"
         );
         let id = DocumentId::new();
-        let path = originals.commit(upload, id).unwrap();
+        let files = LocalFiles::in_data_dir(dir.path()).unwrap();
+        files.put(id, upload.into_temp_path()).await.unwrap();
+        let path = dir.path().join("files").join(id.to_string());
         assert_eq!(std::fs::read(path).unwrap(), b"hello world");
         assert_eq!(
             std::fs::read_dir(dir.path().join("tmp")).unwrap().count(),
@@ -170,8 +162,8 @@ mod tests {
     #[tokio::test]
     async fn oversized_uploads_leave_nothing_behind() {
         let dir = tempfile::tempdir().unwrap();
-        let originals = Originals::open(dir.path()).unwrap();
-        let mut staged = originals.stage(4).await.unwrap();
+        let staging = Staging::open(dir.path()).unwrap();
+        let mut staged = staging.stage(4).await.unwrap();
         assert!(matches!(
             staged.write(b"12345").await,
             Err(StageError::TooLarge { limit: 4 })

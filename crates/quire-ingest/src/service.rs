@@ -1,22 +1,25 @@
 //! The ingestion service: what the HTTP layer calls to accept and delete documents, and what
 //! the workers call to process one job.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use chrono::Duration;
 use quire_core::{
     Clock, DocumentId, DocumentRecord, NewDocument, SourceId, SourceRecord, SourceScope,
 };
+use quire_files::{FilesError, OriginalStore};
 use quire_search::{IndexedChunk, KeywordIndex, SearchError, VectorError};
 use quire_store::{
     ClaimedJob, Created, FinishOutcome, ProcessedDocument, ReviewDecision, Store, StoreError,
 };
+use tempfile::TempPath;
 use tokio::sync::Notify;
 use tracing::Instrument;
 
 use crate::chunker::ChunkingParams;
 use crate::isolation::{Isolation, ParseJob, parse_isolated};
-use crate::originals::{Originals, StageError, StagedFile, StagedUpload};
+use crate::originals::{StageError, StagedFile, StagedUpload, Staging};
 use crate::pipeline::Processed;
 use crate::review::Review;
 use crate::semantic::Semantic;
@@ -77,6 +80,13 @@ pub enum IngestError {
     /// Staging or moving a file failed.
     #[error(transparent)]
     Stage(#[from] StageError),
+    /// The store of originals could not be reached, timed out or failed on its side: nothing
+    /// was stored, and the same request may succeed later.
+    #[error("the file storage is unavailable: {0}")]
+    FilesUnavailable(String),
+    /// The store of originals refused the request or failed otherwise.
+    #[error(transparent)]
+    Files(FilesError),
     /// Disk I/O failed.
     #[error("file system error: {0}")]
     Io(#[from] std::io::Error),
@@ -85,13 +95,23 @@ pub enum IngestError {
     Task(String),
 }
 
+impl From<FilesError> for IngestError {
+    fn from(e: FilesError) -> Self {
+        match e {
+            FilesError::Unavailable(message) => Self::FilesUnavailable(message),
+            other => Self::Files(other),
+        }
+    }
+}
+
 /// Accepts uploads, deletes documents and processes jobs.
 pub struct Ingest {
     store: Arc<dyn Store>,
     index: Arc<KeywordIndex>,
     semantic: Option<Arc<Semantic>>,
     review: Option<Review>,
-    originals: Originals,
+    staging: Staging,
+    files: Arc<dyn OriginalStore>,
     clock: Arc<dyn Clock>,
     settings: IngestSettings,
     wakeup: Notify,
@@ -106,11 +126,13 @@ impl std::fmt::Debug for Ingest {
 }
 
 impl Ingest {
-    /// Wires the service to its store, index, file area and clock.
+    /// Wires the service to its store, index, local staging area, store of originals and
+    /// clock.
     pub fn new(
         store: Arc<dyn Store>,
         index: Arc<KeywordIndex>,
-        originals: Originals,
+        staging: Staging,
+        files: Arc<dyn OriginalStore>,
         clock: Arc<dyn Clock>,
         settings: IngestSettings,
     ) -> Self {
@@ -119,7 +141,8 @@ impl Ingest {
             index,
             semantic: None,
             review: None,
-            originals,
+            staging,
+            files,
             clock,
             settings,
             wakeup: Notify::new(),
@@ -168,12 +191,14 @@ impl Ingest {
 
     /// Starts staging an upload, limited to the configured maximum size.
     pub async fn stage(&self) -> Result<StagedFile, IngestError> {
-        Ok(self.originals.stage(self.settings.max_upload_bytes).await?)
+        Ok(self.staging.stage(self.settings.max_upload_bytes).await?)
     }
 
     /// Stores an upload as a new `queued` document of `source` and wakes a worker. When the
     /// source already holds the same bytes (and that document has not failed), nothing is
-    /// stored and the existing document is returned as [`Created::Existing`].
+    /// stored and the existing document is returned as [`Created::Existing`]. The original is
+    /// stored before the document is created, so a store of originals that is down
+    /// ([`IngestError::FilesUnavailable`]) leaves no document behind.
     pub async fn accept(
         &self,
         scope: &SourceScope,
@@ -188,7 +213,7 @@ impl Ingest {
         };
         let id = DocumentId::new();
         let (size, sha256) = (upload.staged.size, upload.staged.sha256.clone());
-        self.originals.commit(upload.staged, id)?;
+        self.files.put(id, upload.staged.into_temp_path()).await?;
         let created = self
             .store
             .create_document(NewDocument {
@@ -207,11 +232,11 @@ impl Ingest {
                 Ok(created)
             }
             Ok(existing @ Created::Existing(_)) => {
-                let _ = self.originals.remove(id);
+                self.remove_original(id).await;
                 Ok(existing)
             }
             Err(e) => {
-                let _ = self.originals.remove(id);
+                self.remove_original(id).await;
                 Err(e.into())
             }
         }
@@ -229,10 +254,16 @@ impl Ingest {
             return Ok(None);
         };
         self.remove_from_indexes(id).await?;
-        if let Err(e) = self.originals.remove(id) {
+        self.remove_original(id).await;
+        Ok(Some(doc))
+    }
+
+    /// Removes the original of a document that is gone; a failure leaves an orphaned file,
+    /// which is logged rather than undoing what was already deleted.
+    async fn remove_original(&self, id: DocumentId) {
+        if let Err(e) = self.files.remove(id).await {
             tracing::warn!(document = %id, error = %e, "could not remove the original file");
         }
-        Ok(Some(doc))
     }
 
     /// Removes a document's chunks from the keyword index and its vectors, so searches stop
@@ -250,6 +281,12 @@ impl Ingest {
     /// Waits until an upload arrives (or `notify_worker` is called).
     pub async fn wait_for_work(&self) {
         self.wakeup.notified().await;
+    }
+
+    /// Waits until the store says a job may be runnable (another node queued one), at most
+    /// `max`.
+    pub async fn wait_for_jobs(&self, max: std::time::Duration) {
+        self.store.wait_for_jobs(max).await;
     }
 
     /// Wakes one waiting worker.
@@ -284,7 +321,25 @@ impl Ingest {
                 .await?;
             return Ok(());
         }
-        match self.extract(&job).await {
+        let original = match self.original(&job).await {
+            Ok(original) => original,
+            Err(FilesError::NotFound(_)) => {
+                self.store
+                    .fail_document(&job, "the original file is missing", self.clock.now())
+                    .await?;
+                return Ok(());
+            }
+            Err(e) => {
+                // Not the document's fault: leave the job leased. When the lease runs out it
+                // is claimed again (counting an attempt), by this node or another.
+                tracing::warn!(
+                    error = %e,
+                    "could not fetch the original; the job is retried when its lease expires"
+                );
+                return Err(e.into());
+            }
+        };
+        match self.extract(&job, original.path()).await {
             Ok(processed) => self.store_processed(&job, processed).await?,
             Err(message) => {
                 tracing::info!(error = %message, "document failed");
@@ -300,11 +355,22 @@ impl Ingest {
         Ok(())
     }
 
-    /// Parses and chunks the document under the time budget, isolated as configured; the
-    /// error is the document's `error`.
-    async fn extract(&self, job: &ClaimedJob) -> Result<Processed, String> {
+    /// The original as a local file for the parser: in place when the store keeps it on this
+    /// disk, else fetched into the staging area for as long as the returned value lives.
+    async fn original(&self, job: &ClaimedJob) -> Result<LocalOriginal, FilesError> {
+        if let Some(path) = self.files.local_path(job.document_id) {
+            return Ok(LocalOriginal::InPlace(path));
+        }
+        let copy = self.staging.temp_path("original-")?;
+        self.files.fetch_to(job.document_id, &copy).await?;
+        Ok(LocalOriginal::Fetched(copy))
+    }
+
+    /// Parses and chunks the document at `path` under the time budget, isolated as
+    /// configured; the error is the document's `error`.
+    async fn extract(&self, job: &ClaimedJob, path: &Path) -> Result<Processed, String> {
         let parse = ParseJob {
-            path: self.originals.path_of(job.document_id),
+            path: path.to_owned(),
             name: job.document_name.clone(),
             content_type: job.content_type.clone(),
             chunking: self.settings.chunking,
@@ -426,6 +492,21 @@ impl Ingest {
             }
         }
         Ok(())
+    }
+}
+
+/// An original the parser can read: the store's own file, or a fetched copy removed on drop.
+enum LocalOriginal {
+    InPlace(PathBuf),
+    Fetched(TempPath),
+}
+
+impl LocalOriginal {
+    fn path(&self) -> &Path {
+        match self {
+            Self::InPlace(path) => path,
+            Self::Fetched(copy) => copy,
+        }
     }
 }
 

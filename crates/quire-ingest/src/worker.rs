@@ -78,7 +78,8 @@ async fn work(
         tokio::select! {
             () = cancel.cancelled() => break,
             () = ingest.wait_for_work() => {}
-            () = tokio::time::sleep(settings.poll_interval) => {}
+            // A shared store announces jobs queued on other nodes at once; SQLite just sleeps.
+            () = ingest.wait_for_jobs(settings.poll_interval) => {}
         }
     }
     tracing::debug!(%worker, "worker stopped");

@@ -14,11 +14,11 @@ use quire_app::rate_limit::RateLimiter;
 use quire_app::{Services, UploadSettings, WebhookSettings};
 use quire_core::Clock;
 use quire_http::{AppState, HttpSettings};
-use quire_ingest::{Ingest, IngestSettings, JobRunner, Originals, Semantic, WorkerSettings};
+use quire_ingest::{Ingest, IngestSettings, JobRunner, Semantic, Staging, WorkerSettings};
 use quire_models::generate::{Extractive, Generator, OpenAiChat, OpenAiChatSettings};
 use quire_models::{Embedder, LocalEmbedder, OpenAiEmbedder, OpenAiSettings};
 use quire_search::KeywordIndex;
-use quire_store::Store;
+use quire_store::{Store, StoreLocation};
 use tokio::net::TcpListener;
 
 use crate::config::{Config, LlmConfig};
@@ -31,6 +31,9 @@ const HOUSEKEEPING_INTERVAL: Duration = Duration::from_secs(300);
 pub struct App {
     state: AppState,
     config: Config,
+    /// True when no other process runs workers on this store (the embedded SQLite default,
+    /// whose data directory this process holds the index lock of).
+    owns_its_jobs: bool,
 }
 
 /// Opens the configured store (`store.url`; by default SQLite in the data directory), for
@@ -55,7 +58,10 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
             index_dir.display()
         )
     })?);
-    let originals = Originals::open(data_dir).context("could not prepare the file store")?;
+    let staging = Staging::open(data_dir).context("could not prepare the upload staging area")?;
+    let (files_location, s3) = config.files.store_settings(data_dir)?;
+    let files = quire_files::open(&files_location, &s3)
+        .with_context(|| format!("could not open the store of originals ({files_location:?})"))?;
     let (semantic, semantic_note) = match open_semantic(config).await {
         Ok(Some(embedder)) => {
             let dir = data_dir.join("index").join("vectors");
@@ -91,7 +97,8 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
         Ingest::new(
             Arc::clone(&dyn_store),
             Arc::clone(&index),
-            originals,
+            staging,
+            files,
             Arc::clone(&clock),
             IngestSettings {
                 max_upload_bytes: config.limits.max_upload_bytes,
@@ -141,9 +148,11 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
             max_json_bytes: config.limits.max_json_bytes,
         },
     };
+    let owns_its_jobs = matches!(config.store_location()?, StoreLocation::Sqlite(_));
     Ok(App {
         state,
         config: config.clone(),
+        owns_its_jobs,
     })
 }
 
@@ -168,18 +177,22 @@ impl App {
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
-        // This process owns the data directory (the index lock proves it), so any job still
-        // marked running belongs to a process that died: put it back in the queue.
-        let requeued = self
-            .state
-            .store
-            .requeue_running_jobs(self.state.clock.now())
-            .await?;
-        if requeued > 0 {
-            tracing::info!(
-                jobs = requeued,
-                "resuming jobs interrupted by the last shutdown"
-            );
+        // On the embedded store this process owns the data directory (the index lock proves
+        // it), so any job still marked running belongs to a process that died: put it back in
+        // the queue. A shared store's running jobs may belong to other nodes, alive: those
+        // come back only through their expired leases.
+        if self.owns_its_jobs {
+            let requeued = self
+                .state
+                .store
+                .requeue_running_jobs(self.state.clock.now())
+                .await?;
+            if requeued > 0 {
+                tracing::info!(
+                    jobs = requeued,
+                    "resuming jobs interrupted by the last shutdown"
+                );
+            }
         }
         // Vectors of documents deleted while the service ran without a model go first (before
         // the workers start, since a document being processed has vectors before it is

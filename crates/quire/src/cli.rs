@@ -326,7 +326,16 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                         .await
                 }
                 ReviewCommand::Reject { id } => {
-                    review_cli::reject(store.as_ref(), &config.data_dir, &id).await
+                    // Not the staging area (`Staging::open` clears it, and a running server
+                    // may be receiving an upload there): only the originals.
+                    match config
+                        .files
+                        .store_settings(&config.data_dir)
+                        .and_then(|(location, s3)| Ok(quire_files::open(&location, &s3)?))
+                    {
+                        Ok(files) => review_cli::reject(store.as_ref(), files.as_ref(), &id).await,
+                        Err(e) => Err(e),
+                    }
                 }
             };
             store.close().await;

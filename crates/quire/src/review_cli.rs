@@ -4,11 +4,11 @@
 //! finish it; reject deletes it (a held document was never indexed, so nothing else holds it).
 
 use std::fmt::Write as _;
-use std::path::Path;
 
 use anyhow::{Context, bail};
 use chrono::{SecondsFormat, Utc};
 use quire_core::{DocumentId, DocumentStatus, SourceScope};
+use quire_files::OriginalStore;
 use quire_store::{ReviewDecision, ReviewRecord, Store};
 use serde_json::{Value, json};
 
@@ -116,7 +116,11 @@ pub async fn decide(
 }
 
 /// Deletes a held document and its original file.
-pub async fn reject(store: &dyn Store, data_dir: &Path, id: &str) -> anyhow::Result<String> {
+pub async fn reject(
+    store: &dyn Store,
+    files: &dyn OriginalStore,
+    id: &str,
+) -> anyhow::Result<String> {
     let id = parse_id(id)?;
     let review = store
         .get_review(id)
@@ -126,14 +130,8 @@ pub async fn reject(store: &dyn Store, data_dir: &Path, id: &str) -> anyhow::Res
     store
         .delete_document(&SourceScope::All, review.document.source_id, id)
         .await?;
-    // Not `Originals::open`: that clears the staging area, where a running server may be
-    // receiving an upload right now.
-    let original = data_dir.join("files").join(id.to_string());
-    match std::fs::remove_file(&original) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            eprintln!("warning: could not remove {}: {e}", original.display());
-        }
-        _ => {}
+    if let Err(e) = files.remove(id).await {
+        eprintln!("warning: could not remove the original file of {id}: {e}");
     }
     Ok(format!("document {id} rejected: deleted with its file"))
 }

@@ -1,8 +1,7 @@
-//! `[files]`: where the originals (uploaded files, as received) are kept.
-//!
-//! Only the settings so far: the service still keeps originals in `<data_dir>/files`, whatever
-//! `url` says. The section is parsed and checked already so that a configuration written for
-//! object storage is refused early, with a clear message, rather than at the first upload.
+//! `[files]`: where the originals (uploaded files, as received) are kept: a directory on this
+//! machine (`<data_dir>/files` by default) or an S3-compatible bucket shared by every node.
+//! Checked at start, so a configuration that cannot work is refused with a clear message
+//! rather than at the first upload.
 
 use std::path::{Path, PathBuf};
 
@@ -106,6 +105,29 @@ impl FilesConfig {
             Some(url) => FilesLocation::parse(url),
             None => Ok(FilesLocation::Local(data_dir.join("files"))),
         }
+    }
+
+    /// The originals' store as `quire-files` opens it: where, and how to reach S3.
+    pub fn store_settings(
+        &self,
+        data_dir: &Path,
+    ) -> anyhow::Result<(quire_files::FilesLocation, quire_files::S3Settings)> {
+        let location = match self.location(data_dir)? {
+            FilesLocation::Local(dir) => quire_files::FilesLocation::Local(dir),
+            FilesLocation::S3 { bucket, prefix } => quire_files::FilesLocation::S3 {
+                bucket,
+                prefix: prefix.unwrap_or_default(),
+            },
+        };
+        let s3 = quire_files::S3Settings {
+            endpoint: self.endpoint.clone(),
+            region: self.region.clone(),
+            access_key_id: self.access_key_id.clone(),
+            secret_access_key: self.secret_access_key.as_ref().map(|s| s.expose().clone()),
+            allow_http: self.allow_http,
+            ..quire_files::S3Settings::default()
+        };
+        Ok((location, s3))
     }
 
     /// Refuses settings the service cannot work with.
