@@ -50,11 +50,8 @@ impl IntoResponse for AdminError {
             AdminError::App(e @ (AppError::RateLimited(_) | AppError::QueueFull(_))) => {
                 return refused(StatusCode::TOO_MANY_REQUESTS, &e.to_string());
             }
-            AdminError::App(AppError::Unavailable) => {
-                return refused(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "The storage of originals is unavailable; nothing was stored. Try again later.",
-                );
+            AdminError::App(e @ AppError::Unavailable(_)) => {
+                return refused(StatusCode::SERVICE_UNAVAILABLE, &e.to_string());
             }
             AdminError::App(AppError::Internal) => {}
             AdminError::Store(_)

@@ -10,6 +10,24 @@ use quire_store::StoreError;
 use crate::answers::QueueFull;
 use crate::rate_limit::RateLimitState;
 
+/// A service outside the process that a request needed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dependency {
+    /// The database behind the store.
+    Database,
+    /// The storage of originals (a directory or an S3-compatible bucket).
+    Files,
+}
+
+impl std::fmt::Display for Dependency {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Database => "the database",
+            Self::Files => "the storage of originals",
+        })
+    }
+}
+
 /// Why a use case refused or failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum AppError {
@@ -31,10 +49,10 @@ pub enum AppError {
     /// The generation queue is full, or the key holds its share of it.
     #[error("{0}")]
     QueueFull(QueueFull),
-    /// A service Quire depends on (the storage of originals) is unreachable or failing; the
-    /// request may succeed later. The cause has been logged.
-    #[error("a storage service is unavailable; try again later")]
-    Unavailable,
+    /// A service Quire depends on is unreachable or failing; the request may succeed later.
+    /// The cause has been logged.
+    #[error("{0} is unavailable; try again later")]
+    Unavailable(Dependency),
     /// Something failed inside; the cause has been logged.
     #[error("an internal error occurred; it has been logged")]
     Internal,
@@ -52,6 +70,10 @@ impl From<StoreError> for AppError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::Invalid(message) => Self::Invalid(message),
+            _ if e.is_unavailable() => {
+                tracing::error!(error = %e, "the database is unavailable");
+                Self::Unavailable(Dependency::Database)
+            }
             StoreError::Database(_) | StoreError::Corrupt(_) | StoreError::Open(_) => {
                 Self::internal(&e)
             }
@@ -89,7 +111,7 @@ impl From<IngestError> for AppError {
             IngestError::Stage(e) => e.into(),
             IngestError::FilesUnavailable(_) => {
                 tracing::error!(error = %e, "the storage of originals is unavailable");
-                Self::Unavailable
+                Self::Unavailable(Dependency::Files)
             }
             IngestError::Files(_)
             | IngestError::Io(_)
@@ -109,6 +131,16 @@ mod tests {
         let from_store: AppError = StoreError::Corrupt("row 7 of documents".into()).into();
         assert_eq!(from_store, AppError::Internal);
         assert!(!from_store.to_string().contains("row 7"));
+    }
+
+    #[test]
+    fn a_lost_database_is_unavailable_not_internal() {
+        let lost: AppError = StoreError::Database(sqlx_like_pool_timeout()).into();
+        assert_eq!(lost, AppError::Unavailable(Dependency::Database));
+    }
+
+    fn sqlx_like_pool_timeout() -> quire_store::SqlxError {
+        quire_store::SqlxError::PoolTimedOut
     }
 
     #[test]

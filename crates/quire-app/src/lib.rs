@@ -15,5 +15,5 @@ mod services;
 pub mod uploads;
 pub mod webhooks;
 
-pub use error::AppError;
+pub use error::{AppError, Dependency};
 pub use services::{Services, UploadSettings, WebhookSettings};

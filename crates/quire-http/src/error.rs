@@ -5,9 +5,9 @@
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use quire_app::AppError;
 use quire_app::answers::QueueFull;
 use quire_app::rate_limit::RateLimitState;
+use quire_app::{AppError, Dependency};
 use quire_ingest::IngestError;
 use quire_store::StoreError;
 use serde::Serialize;
@@ -39,9 +39,9 @@ pub enum ApiError {
     QueueFull(QueueFull),
     /// 500: something failed inside; the cause has been logged.
     Internal,
-    /// 503: a service Quire depends on (the storage of originals) is down; the cause has
-    /// been logged.
-    Unavailable,
+    /// 503: a service Quire depends on (the database, the storage of originals) is down; the
+    /// cause has been logged.
+    Unavailable(Dependency),
 }
 
 /// What a client refused for a full generation queue is told to wait: about one answer's
@@ -105,11 +105,11 @@ impl ApiError {
                 "queue_full",
                 format!("{full}; retry in {QUEUE_RETRY_SECONDS} seconds"),
             ),
-            Self::Unavailable => (
+            Self::Unavailable(dependency) => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "unavailable",
                 format!(
-                    "file storage is temporarily unavailable; nothing was stored; retry in \
+                    "{dependency} is temporarily unavailable; retry in \
                      {UNAVAILABLE_RETRY_SECONDS} seconds"
                 ),
             ),
@@ -148,7 +148,7 @@ impl IntoResponse for ApiError {
                     .headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from(QUEUE_RETRY_SECONDS));
             }
-            Self::Unavailable => {
+            Self::Unavailable(_) => {
                 response.headers_mut().insert(
                     header::RETRY_AFTER,
                     HeaderValue::from(UNAVAILABLE_RETRY_SECONDS),
@@ -176,7 +176,7 @@ impl From<AppError> for ApiError {
             AppError::RateLimited(state) => Self::RateLimited(state),
             AppError::QueueFull(full) => Self::QueueFull(full),
             // The cause was logged where it was classified.
-            AppError::Unavailable => Self::Unavailable,
+            AppError::Unavailable(dependency) => Self::Unavailable(dependency),
             AppError::Internal => Self::Internal,
         }
     }
@@ -215,7 +215,7 @@ mod tests {
         let response = ApiError::from(e).into_response();
         assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(response.headers()[header::RETRY_AFTER], "30");
-        let (_, body) = ApiError::Unavailable.parts();
+        let (_, body) = ApiError::Unavailable(Dependency::Files).parts();
         assert_eq!(body.error, "unavailable");
         assert!(!body.message.contains("10.0.0.7"));
     }

@@ -16,3 +16,22 @@ pub enum StoreError {
     #[error("could not open the database: {0}")]
     Open(String),
 }
+
+impl StoreError {
+    /// True when the database could not be reached or stopped answering (connection refused
+    /// or lost, pool exhausted or closed): a condition that passes when the database is back,
+    /// unlike a bad query or a damaged record.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            Self::Database(e) => matches!(
+                e,
+                sqlx::Error::Io(_)
+                    | sqlx::Error::Tls(_)
+                    | sqlx::Error::PoolTimedOut
+                    | sqlx::Error::PoolClosed
+                    | sqlx::Error::WorkerCrashed
+            ),
+            Self::Invalid(_) | Self::Corrupt(_) | Self::Open(_) => false,
+        }
+    }
+}

@@ -18,6 +18,8 @@ pub use error::StoreError;
 pub use location::{StoreLocation, open};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
+/// The database driver's error, which [`StoreError::Database`] carries.
+pub use sqlx::Error as SqlxError;
 pub use types::{
     AdminSession, AuditEntry, ClaimedJob, ConversationRecord, Created, DeliveryAttempt,
     DocumentHit, FinishOutcome, HeldDocument, MessageRecord, NewDeliveryAttempt, NewMessage,
