@@ -10,9 +10,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::Ingest;
 
-/// How many workers run and how often idle ones look for work.
-#[derive(Debug, Clone, Copy)]
+/// How many workers run, under which node's name, and how often idle ones look for work.
+#[derive(Debug, Clone)]
 pub struct WorkerSettings {
+    /// This node's stable name: every worker's name (the lease owner of its jobs) starts with
+    /// `"{node}:"`, so a restarted node can take back exactly its own interrupted jobs.
+    pub node: String,
     /// Number of concurrent workers.
     pub workers: usize,
     /// How often an idle worker checks for runnable jobs.
@@ -33,7 +36,8 @@ impl JobRunner {
         let run_id = uuid::Uuid::new_v4().simple().to_string();
         let handles = (0..settings.workers)
             .map(|n| {
-                let worker = format!("worker-{}-{n}", &run_id[..8]);
+                let worker = format!("{}:{}-{n}", settings.node, &run_id[..8]);
+                let settings = settings.clone();
                 tokio::spawn(work(worker, Arc::clone(&ingest), settings, cancel.clone()))
             })
             .collect();

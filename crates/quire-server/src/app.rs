@@ -179,20 +179,21 @@ impl App {
     ) -> anyhow::Result<()> {
         // On the embedded store this process owns the data directory (the index lock proves
         // it), so any job still marked running belongs to a process that died: put it back in
-        // the queue. A shared store's running jobs may belong to other nodes, alive: those
-        // come back only through their expired leases.
-        if self.owns_its_jobs {
-            let requeued = self
-                .state
-                .store
-                .requeue_running_jobs(self.state.clock.now())
-                .await?;
-            if requeued > 0 {
-                tracing::info!(
-                    jobs = requeued,
-                    "resuming jobs interrupted by the last shutdown"
-                );
-            }
+        // the queue. On a shared store only this node's own jobs are (its previous run is
+        // gone, the same lock proves it); other nodes' come back only through expired leases.
+        let node = node_id(&self.config.data_dir)?;
+        let prefix = format!("{node}:");
+        let owner = (!self.owns_its_jobs).then_some(prefix.as_str());
+        let requeued = self
+            .state
+            .store
+            .requeue_running_jobs(owner, self.state.clock.now())
+            .await?;
+        if requeued > 0 {
+            tracing::info!(
+                jobs = requeued,
+                "resuming jobs interrupted by the last shutdown"
+            );
         }
         // Vectors of documents deleted while the service ran without a model go first (before
         // the workers start, since a document being processed has vectors before it is
@@ -215,6 +216,7 @@ impl App {
             JobRunner::start(
                 Arc::clone(&self.state.ingest),
                 WorkerSettings {
+                    node: node.clone(),
                     workers: workers.count,
                     poll_interval: Duration::from_millis(workers.poll_interval_ms.max(10)),
                 },
@@ -271,6 +273,22 @@ impl App {
         store.close().await;
         served
     }
+}
+
+/// This node's stable name, kept in `<data_dir>/node-id` (made at the first start): the
+/// prefix of its workers' names, so that after a restart it takes back its own interrupted
+/// jobs on a shared store.
+fn node_id(data_dir: &Path) -> anyhow::Result<String> {
+    let path = data_dir.join("node-id");
+    match std::fs::read_to_string(&path) {
+        Ok(id) if !id.trim().is_empty() => return Ok(id.trim().to_owned()),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("could not read {}", path.display())),
+    }
+    let id = format!("node-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+    std::fs::write(&path, &id).with_context(|| format!("could not write {}", path.display()))?;
+    Ok(id)
 }
 
 /// The embedder configured in `[embedding]`, if any. A configured model that cannot be loaded

@@ -141,9 +141,16 @@ pub trait Store: Send + Sync + 'static {
         error: &str,
         now: DateTime<Utc>,
     ) -> StoreResult<FinishOutcome>;
-    /// Puts every leased job back in the queue (their owner is gone); returns how many. Called
-    /// when the only process that runs workers starts.
-    async fn requeue_running_jobs(&self, now: DateTime<Utc>) -> StoreResult<u64>;
+    /// Puts leased jobs back in the queue (their owner is gone); returns how many. With
+    /// `owner_prefix`, only jobs whose lease owner (the worker's name) starts with it: a node
+    /// restarting on a shared store takes back its own previous incarnation's jobs and leaves
+    /// the other nodes' alone. Without, every leased job: for the only process that runs
+    /// workers, when it starts.
+    async fn requeue_running_jobs(
+        &self,
+        owner_prefix: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> StoreResult<u64>;
     /// Number of jobs waiting or running.
     async fn pending_job_count(&self) -> StoreResult<u64>;
     /// Waits until a job may have become runnable, or `max` has passed: what an idle worker

@@ -41,6 +41,7 @@ conformance! {
         sources_and_documents_respect_scope,
         chunks_are_read_back_by_key_and_by_document,
         jobs_are_leased_finished_and_resumed,
+        a_restarted_node_takes_back_only_its_own_jobs,
         the_same_bytes_are_one_document_per_source,
         keys_are_stored_by_hash_and_revoked,
         rate_windows_count_and_prune,
@@ -457,7 +458,7 @@ async fn jobs_are_leased_finished_and_resumed(store: &dyn Store) {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(store.requeue_running_jobs(later).await.unwrap(), 1);
+    assert_eq!(store.requeue_running_jobs(None, later).await.unwrap(), 1);
     let queued = store
         .get_document(&SourceScope::All, s, third)
         .await
@@ -964,4 +965,55 @@ async fn a_queued_job_wakes_waiting_workers(db: &TestDb) {
     assert_eq!(job.document_id, doc);
     worker.close().await;
     api.close().await;
+}
+
+async fn a_restarted_node_takes_back_only_its_own_jobs(store: &dyn Store) {
+    let s = source(store, "S").await;
+    let lease = Duration::minutes(5);
+    let mine = document(store, s, "mine.txt").await;
+    let theirs = document(store, s, "theirs.txt").await;
+    let claimed_mine = store
+        .claim_job("node-a:1111-0", t0(), t0() + lease)
+        .await
+        .unwrap()
+        .unwrap();
+    let claimed_theirs = store
+        .claim_job("node-b:2222-0", t0(), t0() + lease)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(claimed_mine.document_id, mine);
+    assert_eq!(claimed_theirs.document_id, theirs);
+    // Node A restarts: its old worker's job comes back, node B's (alive) keeps its lease.
+    assert_eq!(
+        store
+            .requeue_running_jobs(Some("node-a:"), t0())
+            .await
+            .unwrap(),
+        1
+    );
+    let status = |id| async move {
+        store
+            .get_document(&SourceScope::All, s, id)
+            .await
+            .unwrap()
+            .unwrap()
+            .status
+    };
+    assert_eq!(status(mine).await, DocumentStatus::Queued);
+    assert_eq!(status(theirs).await, DocumentStatus::Processing);
+    let again = store
+        .claim_job("node-a:3333-0", t0(), t0() + lease)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(again.document_id, mine);
+    assert!(
+        store
+            .claim_job("node-a:3333-1", t0(), t0() + lease)
+            .await
+            .unwrap()
+            .is_none(),
+        "node B's job was taken while its lease runs"
+    );
 }

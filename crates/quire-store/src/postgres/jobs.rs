@@ -217,14 +217,20 @@ pub(super) async fn lost_or_gone(pool: &PgPool, job: &ClaimedJob) -> StoreResult
     })
 }
 
-pub(super) async fn requeue_running(pool: &PgPool, now: DateTime<Utc>) -> StoreResult<u64> {
+pub(super) async fn requeue_running(
+    pool: &PgPool,
+    owner_prefix: Option<&str>,
+    now: DateTime<Utc>,
+) -> StoreResult<u64> {
     let mut tx = pool.begin().await?;
     let requeued = sqlx::query(
         "UPDATE jobs SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL,
                          updated_at = $1
-         WHERE state = 'running'",
+         WHERE state = 'running'
+           AND ($2::text IS NULL OR left(lease_owner, length($2::text)) = $2::text)",
     )
     .bind(now)
+    .bind(owner_prefix)
     .execute(&mut *tx)
     .await?
     .rows_affected();

@@ -181,8 +181,12 @@ impl Store for PgStore {
         jobs::fail(&self.pool, job, error, now).await
     }
 
-    async fn requeue_running_jobs(&self, now: DateTime<Utc>) -> StoreResult<u64> {
-        jobs::requeue_running(&self.pool, now).await
+    async fn requeue_running_jobs(
+        &self,
+        owner_prefix: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> StoreResult<u64> {
+        jobs::requeue_running(&self.pool, owner_prefix, now).await
     }
 
     async fn pending_job_count(&self) -> StoreResult<u64> {

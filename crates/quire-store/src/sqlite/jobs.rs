@@ -225,15 +225,21 @@ pub(super) async fn lost_or_gone(
     })
 }
 
-pub(super) async fn requeue_running(pool: &SqlitePool, now: DateTime<Utc>) -> StoreResult<u64> {
+pub(super) async fn requeue_running(
+    pool: &SqlitePool,
+    owner_prefix: Option<&str>,
+    now: DateTime<Utc>,
+) -> StoreResult<u64> {
     let now_ms = codec::millis(now);
     let mut tx = pool.begin().await?;
     let requeued = sqlx::query(
         "UPDATE jobs SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL,
-                         updated_at = ?
-         WHERE state = 'running'",
+                         updated_at = ?1
+         WHERE state = 'running'
+           AND (?2 IS NULL OR substr(lease_owner, 1, length(?2)) = ?2)",
     )
     .bind(now_ms)
+    .bind(owner_prefix)
     .execute(&mut *tx)
     .await?
     .rows_affected();

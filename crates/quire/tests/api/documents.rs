@@ -351,11 +351,16 @@ async fn a_restart_in_the_middle_of_processing_still_ends_ready() {
     let source = server.create_source(&key, "S").await;
     let doc = server.upload_ok(&key, &source, "guide.md", GUIDE).await;
 
-    // A worker claims the job and then the process dies before it finishes.
+    // A worker of this node claims the job and then the process dies before it finishes.
+    let node = std::fs::read_to_string(server.data_dir.path().join("node-id")).unwrap();
     let now = server.clock_now();
     let claimed = server
         .store
-        .claim_job("doomed-worker", now, now + Duration::minutes(10))
+        .claim_job(
+            &format!("{node}:doomed-worker"),
+            now,
+            now + Duration::minutes(10),
+        )
         .await
         .unwrap();
     assert_eq!(claimed.unwrap().document_id.to_string(), doc);

@@ -14,6 +14,7 @@ use quire_store::Store;
 use reqwest::multipart::{Form, Part};
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
+use sha2::Digest as _;
 use tempfile::TempDir;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -36,11 +37,68 @@ pub struct TestServer {
     task: Option<JoinHandle<anyhow::Result<()>>>,
 }
 
+/// Names the backend the suite runs on: unset or `sqlite` (the embedded default), or
+/// `postgres` (the server in `QUIRE_TEST_POSTGRES_URL`); `scripts/test` runs the suite on both.
+const STORE_VARIABLE: &str = "QUIRE_TEST_API_STORE";
+
+/// In the PostgreSQL run, the store URL of the server whose data directory is `data_dir`: a
+/// schema of its own, named after the directory, so a restarted server (and the CLI run on its
+/// directory) finds the same data. `None` in the SQLite run.
+pub fn store_url_for(data_dir: &Path) -> Option<String> {
+    match std::env::var(STORE_VARIABLE).as_deref() {
+        Err(_) | Ok("" | "sqlite") => return None,
+        Ok("postgres") => {}
+        Ok(other) => panic!("{STORE_VARIABLE}={other:?}: expected sqlite or postgres"),
+    }
+    let server = std::env::var("QUIRE_TEST_POSTGRES_URL").unwrap_or_else(|_| {
+        panic!(
+            "{STORE_VARIABLE}=postgres needs QUIRE_TEST_POSTGRES_URL: run `scripts/postgres start` \
+             and export the URL it prints (scripts/test does both)"
+        )
+    });
+    let digest = sha2::Sha256::digest(data_dir.as_os_str().as_encoded_bytes());
+    let schema = format!("quire_api_{}", &hex::encode(digest)[..24]);
+    // Test configurations are built outside async code too: make the schema on a thread of
+    // its own with its own runtime.
+    let (url, name) = (server.clone(), schema.clone());
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            use sqlx::Connection as _;
+            let mut admin = sqlx::PgConnection::connect(&url).await.unwrap();
+            sqlx::raw_sql(&format!("CREATE SCHEMA IF NOT EXISTS {name}"))
+                .execute(&mut admin)
+                .await
+                .unwrap();
+            admin.close().await.unwrap();
+        });
+    })
+    .join()
+    .unwrap();
+    let separator = if server.contains('?') { '&' } else { '?' };
+    Some(format!(
+        "{server}{separator}options=-c%20search_path%3D{schema}"
+    ))
+}
+
+/// The environment a `quire` command run on `data_dir` needs to open the same store as the
+/// server under test.
+pub fn store_env(data_dir: &Path) -> Vec<(&'static str, String)> {
+    store_url_for(data_dir)
+        .map(|url| ("QUIRE_STORE_URL", url))
+        .into_iter()
+        .collect()
+}
+
 pub fn test_config(data_dir: &Path) -> Config {
     let mut config = Config {
         data_dir: data_dir.to_path_buf(),
         ..Config::default()
     };
+    config.store.url = store_url_for(data_dir).map(quire_core::Secret::new);
     config.workers.poll_interval_ms = 50;
     // Tests say which model they use; the developer's model cache must not change the results.
     config.embedding.use_cached_model = false;

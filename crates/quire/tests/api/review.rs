@@ -243,6 +243,7 @@ async fn quire(data_dir: &std::path::Path, args: &[&str]) -> (bool, String) {
         .arg("--data-dir")
         .arg(data_dir)
         .env_remove("QUIRE_DATA_DIR")
+        .envs(crate::helpers::store_env(data_dir))
         .output()
         .await
         .unwrap();
