@@ -3,6 +3,7 @@
 //! exactly like one that does not exist.
 
 use quire_core::{DocumentId, DocumentStatus, SourceScope};
+use quire_ingest::Review;
 use quire_store::{ReviewDecision, ReviewRecord};
 
 use crate::{AppError, Services};
@@ -36,17 +37,25 @@ pub async fn get(
 
 /// Sends a held document back to processing with `decision` (approve keeps the text, redact
 /// replaces the findings); it becomes `ready`, and `document.ready` is sent, when that is
-/// done. [`AppError::Conflict`] when it is no longer waiting.
+/// done. The recorded findings are reduced to types, counts and masked excerpts, and a redact
+/// decision also takes the findings out of the document's name, in the same store call.
+/// [`AppError::Conflict`] when it is no longer waiting.
 pub async fn decide(
     services: &Services,
     scope: &SourceScope,
     id: DocumentId,
     decision: ReviewDecision,
 ) -> Result<ReviewRecord, AppError> {
-    get(services, scope, id).await?;
+    let review = get(services, scope, id).await?;
+    let decided = match services.ingest.review() {
+        Some(screening) => screening.decided(&review, decision),
+        // Screening was turned off after the document was held: the decision still stands,
+        // with the default policy's idea of what to redact in the name.
+        None => Review::new(Default::default()).decided(&review, decision),
+    };
     if !services
         .store
-        .decide_review(id, decision, services.clock.now())
+        .decide_review(id, decided, services.clock.now())
         .await?
     {
         let review = get(services, scope, id).await?;

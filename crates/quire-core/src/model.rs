@@ -99,7 +99,8 @@ pub struct DocumentRecord {
     pub id: DocumentId,
     /// The source it belongs to.
     pub source_id: SourceId,
-    /// File name as uploaded.
+    /// File name as uploaded; after a redact decision on personal data found in it, with
+    /// placeholders in place of what was found (see `docs/pii.md`).
     pub name: String,
     /// Processing status.
     pub status: DocumentStatus,

@@ -389,7 +389,8 @@ impl Ingest {
         match self.store.review_decision(job.document_id).await? {
             Some(ReviewDecision::Approve) => {}
             Some(ReviewDecision::Redact) => {
-                // Screening may have been turned off since; the decision still stands.
+                // Screening may have been turned off since; the decision still stands. The
+                // name was redacted with the decision (`Review::decided`).
                 let review = self
                     .review
                     .clone()
@@ -400,7 +401,9 @@ impl Ingest {
                 let Some(review) = &self.review else {
                     return Ok(Some(processed));
                 };
-                let Some(held) = review.screen(&processed.chunks, processed.page_count) else {
+                let Some(held) =
+                    review.screen(&processed.chunks, processed.page_count, &job.document_name)
+                else {
                     return Ok(Some(processed));
                 };
                 let types = held.pii_types.join(", ");

@@ -21,10 +21,10 @@ pub use sqlite::SqliteStore;
 /// The database driver's error, which [`StoreError::Database`] carries.
 pub use sqlx::Error as SqlxError;
 pub use types::{
-    AdminSession, AuditEntry, ClaimedJob, ConversationRecord, Created, DeliveryAttempt,
-    DocumentHit, FinishOutcome, HeldDocument, MessageRecord, NewDeliveryAttempt, NewMessage,
-    NewWebhook, PendingDelivery, ProcessedDocument, RateBucket, RateWindow, ReviewDecision,
-    ReviewRecord, StoredChunk, WebhookRecord,
+    AdminSession, AuditEntry, ClaimedJob, ConversationRecord, Created, DecidedReview,
+    DeliveryAttempt, DocumentHit, FinishOutcome, HeldDocument, MessageRecord, NewDeliveryAttempt,
+    NewMessage, NewWebhook, PendingDelivery, ProcessedDocument, RateBucket, RateWindow,
+    ReviewDecision, ReviewRecord, StoredChunk, WebhookRecord,
 };
 
 use async_trait::async_trait;
@@ -266,12 +266,14 @@ pub trait Store: Send + Sync + 'static {
     async fn pending_reviews(&self) -> StoreResult<Vec<ReviewRecord>>;
     /// One document's review (waiting or decided), if it was ever held.
     async fn get_review(&self, id: DocumentId) -> StoreResult<Option<ReviewRecord>>;
-    /// Records an approve or redact decision and queues the document for processing again;
-    /// false when it is not waiting for review.
+    /// Records an approve or redact decision, replaces the recorded findings with
+    /// `decided.findings` (and the document's name with `decided.name`, when given) and queues
+    /// the document for processing again, in one transaction; false (and nothing changed) when
+    /// it is not waiting for review.
     async fn decide_review(
         &self,
         id: DocumentId,
-        decision: ReviewDecision,
+        decided: DecidedReview,
         now: DateTime<Utc>,
     ) -> StoreResult<bool>;
     /// The decision a document was sent back to processing with, if any.

@@ -323,6 +323,19 @@ impl ReviewDecision {
     }
 }
 
+/// An administrator's decision on a held document with what its review keeps from then on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecidedReview {
+    /// The decision.
+    pub decision: ReviewDecision,
+    /// The findings reduced to what may be kept once the decision is taken (types, counts and
+    /// masked excerpts, as a JSON array): they replace the recorded findings, so the found
+    /// text is no longer stored.
+    pub findings: String,
+    /// The document's new name, when the decision removes personal data from it.
+    pub name: Option<String>,
+}
+
 /// A held document and its review.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReviewRecord {
@@ -330,7 +343,8 @@ pub struct ReviewRecord {
     pub document: quire_core::DocumentRecord,
     /// The types that held it.
     pub pii_types: Vec<String>,
-    /// The findings, as a JSON array.
+    /// The findings, as a JSON array: as the detector reported them while the document waits,
+    /// reduced (one entry per type with a `count`) once it is decided.
     pub findings: String,
     /// When it was held.
     pub held_at: DateTime<Utc>,
@@ -338,6 +352,19 @@ pub struct ReviewRecord {
     pub decision: Option<ReviewDecision>,
     /// When it was made.
     pub decided_at: Option<DateTime<Utc>>,
+}
+
+impl ReviewRecord {
+    /// How many findings the review records: each listed finding once, a reduced entry as
+    /// many times as its `count`.
+    pub fn finding_count(&self) -> u64 {
+        let findings: Vec<serde_json::Value> =
+            serde_json::from_str(&self.findings).unwrap_or_default();
+        findings
+            .iter()
+            .map(|f| f["count"].as_u64().unwrap_or(1))
+            .sum()
+    }
 }
 
 /// A signed-in administrator's session, found by the hash of its cookie's token.

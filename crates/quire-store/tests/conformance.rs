@@ -22,11 +22,14 @@ use quire_store::{
 mod harness;
 #[path = "conformance/admin.rs"]
 mod admin;
+#[path = "conformance/reviews.rs"]
+mod reviews;
 #[path = "conformance/webhooks.rs"]
 mod webhooks;
 
 use admin::{audit_log_is_newest_first, dashboard_counts, password_and_sessions};
 use harness::TestDb;
+use reviews::a_decision_replaces_the_findings_and_the_name;
 use webhooks::{
     deleting_a_webhook_drops_its_events_and_log,
     deliveries_are_claimed_once_across_handles_and_restarts,
@@ -56,6 +59,7 @@ conformance! {
         delivery_log_is_bounded_and_newest_first,
         deleting_a_webhook_drops_its_events_and_log,
         pii_events_carry_the_given_fields,
+        a_decision_replaces_the_findings_and_the_name,
         password_and_sessions,
         audit_log_is_newest_first,
         dashboard_counts,

@@ -317,14 +317,22 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 ReviewCommand::Show { id, json } => {
                     review_cli::show(store.as_ref(), &id, json).await
                 }
-                ReviewCommand::Approve { id } => {
-                    review_cli::decide(store.as_ref(), &id, quire_store::ReviewDecision::Approve)
-                        .await
-                }
-                ReviewCommand::Redact { id } => {
-                    review_cli::decide(store.as_ref(), &id, quire_store::ReviewDecision::Redact)
-                        .await
-                }
+                ReviewCommand::Approve { id } => match config.pii.policy() {
+                    Ok(policy) => {
+                        let screening = quire_ingest::Review::new(policy);
+                        let decision = quire_store::ReviewDecision::Approve;
+                        review_cli::decide(store.as_ref(), &screening, &id, decision).await
+                    }
+                    Err(e) => Err(e),
+                },
+                ReviewCommand::Redact { id } => match config.pii.policy() {
+                    Ok(policy) => {
+                        let screening = quire_ingest::Review::new(policy);
+                        let decision = quire_store::ReviewDecision::Redact;
+                        review_cli::decide(store.as_ref(), &screening, &id, decision).await
+                    }
+                    Err(e) => Err(e),
+                },
                 ReviewCommand::Reject { id } => {
                     // Not the staging area (`Staging::open` clears it, and a running server
                     // may be receiving an upload there): only the originals.

@@ -9,6 +9,7 @@ use anyhow::{Context, bail};
 use chrono::{SecondsFormat, Utc};
 use quire_core::{DocumentId, DocumentStatus, SourceScope};
 use quire_files::OriginalStore;
+use quire_ingest::Review;
 use quire_store::{ReviewDecision, ReviewRecord, Store};
 use serde_json::{Value, json};
 
@@ -22,7 +23,7 @@ fn review_json(review: &ReviewRecord, with_findings: bool) -> Value {
         "piiTypes": review.pii_types,
         "heldAt": quire_core::wire_timestamp(review.held_at),
         "decision": review.decision.map(ReviewDecision::as_str),
-        "findingCount": findings.as_array().map_or(0, Vec::len),
+        "findingCount": review.finding_count(),
     });
     if with_findings {
         value["findings"] = findings;
@@ -77,11 +78,30 @@ pub async fn show(store: &dyn Store, id: &str, as_json: bool) -> anyhow::Result<
     );
     let findings: Value = serde_json::from_str(&review.findings).unwrap_or(Value::Null);
     for f in findings.as_array().into_iter().flatten() {
+        let kind = f["type"].as_str().unwrap_or("");
+        if let Some(count) = f["count"].as_u64() {
+            // Decided: only the reduced form is kept (type, count, masked excerpt).
+            let places: Vec<&str> = f["in"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            let _ = writeln!(
+                out,
+                "  {kind:<12} {count:>4}×  {}  (in {})",
+                f["excerpt"].as_str().unwrap_or(""),
+                places.join(", ")
+            );
+            continue;
+        }
+        let place = match f["page"].as_u64() {
+            Some(page) => format!("page {page:>3}"),
+            None => "name    ".to_owned(),
+        };
         let _ = writeln!(
             out,
-            "  page {:>3}  {:<12} {:?}  …{}…",
-            f["page"],
-            f["type"].as_str().unwrap_or(""),
+            "  {place}  {kind:<12} {:?}  …{}…",
             f["text"].as_str().unwrap_or(""),
             f["context"].as_str().unwrap_or("").replace('\n', " ")
         );
@@ -90,13 +110,20 @@ pub async fn show(store: &dyn Store, id: &str, as_json: bool) -> anyhow::Result<
 }
 
 /// Approve or redact: the document is queued again and becomes ready when a worker is done.
+/// The findings are reduced to types, counts and masked excerpts, and redact takes them out
+/// of the document's name, as `screening` (the configured policy) finds them.
 pub async fn decide(
     store: &dyn Store,
+    screening: &Review,
     id: &str,
     decision: ReviewDecision,
 ) -> anyhow::Result<String> {
     let id = parse_id(id)?;
-    if store.decide_review(id, decision, Utc::now()).await? {
+    let Some(review) = store.get_review(id).await? else {
+        bail!("document {id} was never held for review");
+    };
+    let decided = screening.decided(&review, decision);
+    if store.decide_review(id, decided, Utc::now()).await? {
         return Ok(format!(
             "document {id} {}: queued for processing; it becomes ready when a running server's \
              worker has indexed it",

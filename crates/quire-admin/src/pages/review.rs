@@ -103,9 +103,13 @@ fn findings_table(review: &ReviewRecord) -> String {
     for finding in findings {
         let text = finding["text"].as_str().unwrap_or("");
         let context = finding["context"].as_str().unwrap_or(text);
-        let page = finding["page"]
-            .as_u64()
-            .map_or_else(|| "—".to_owned(), |p| p.to_string());
+        // Findings in the document's name have no page; those in a section path say so.
+        let page = match (finding["in"].as_str(), finding["page"].as_u64()) {
+            (Some("name"), _) => "name".to_owned(),
+            (Some("section"), Some(p)) => format!("{p} (heading)"),
+            (_, Some(p)) => p.to_string(),
+            (_, None) => "—".to_owned(),
+        };
         let _ = write!(
             rows,
             r#"<tr class="finding"><td>{kind}</td><td>{page}</td><td>{context}</td></tr>"#,

@@ -30,10 +30,12 @@ pub(super) struct ReviewJson {
     held_at: String,
     decision: Option<&'static str>,
     decided_at: Option<String>,
-    /// Each finding: `type`, `page`, `text`, `confidence` and `context` (the text around it).
+    /// While waiting, each finding: `type`, `in` (`text`, `section` or `name`), `page`,
+    /// `text`, `confidence` and `context` (the text around it). Once decided, one entry per
+    /// type: `type`, `count`, `in` and `excerpt` (masked); the found text is gone.
     #[serde(skip_serializing_if = "Option::is_none")]
     findings: Option<serde_json::Value>,
-    finding_count: usize,
+    finding_count: u64,
 }
 
 impl ReviewJson {
@@ -46,7 +48,7 @@ impl ReviewJson {
             held_at: iso(review.held_at),
             decision: review.decision.map(ReviewDecision::as_str),
             decided_at: review.decided_at.map(iso),
-            finding_count: findings.as_array().map_or(0, Vec::len),
+            finding_count: review.finding_count(),
             findings: with_findings.then_some(findings),
         }
     }

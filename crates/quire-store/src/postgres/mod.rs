@@ -33,10 +33,10 @@ use sqlx::{Connection, PgConnection, PgPool};
 
 use crate::location::redact_password;
 use crate::{
-    AdminSession, AuditEntry, ClaimedJob, ConversationRecord, Created, DeliveryAttempt,
-    DocumentHit, FinishOutcome, HeldDocument, MessageRecord, NewDeliveryAttempt, NewMessage,
-    NewWebhook, PendingDelivery, ProcessedDocument, RateWindow, ReviewDecision, ReviewRecord,
-    Store, StoreError, StoreResult, StoredChunk, WebhookRecord,
+    AdminSession, AuditEntry, ClaimedJob, ConversationRecord, Created, DecidedReview,
+    DeliveryAttempt, DocumentHit, FinishOutcome, HeldDocument, MessageRecord, NewDeliveryAttempt,
+    NewMessage, NewWebhook, PendingDelivery, ProcessedDocument, RateWindow, ReviewDecision,
+    ReviewRecord, Store, StoreError, StoreResult, StoredChunk, WebhookRecord,
 };
 
 /// A [`Store`] in a PostgreSQL database (15 or newer).
@@ -318,10 +318,10 @@ impl Store for PgStore {
     async fn decide_review(
         &self,
         id: DocumentId,
-        decision: ReviewDecision,
+        decided: DecidedReview,
         now: DateTime<Utc>,
     ) -> StoreResult<bool> {
-        reviews::decide(&self.pool, id, decision, now).await
+        reviews::decide(&self.pool, id, decided, now).await
     }
 
     async fn review_decision(&self, id: DocumentId) -> StoreResult<Option<ReviewDecision>> {

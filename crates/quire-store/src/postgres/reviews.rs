@@ -11,7 +11,8 @@ use sqlx::{PgPool, Row};
 use super::codec::{self, DOCUMENT_COLUMNS};
 use super::{jobs, wakeups, webhooks};
 use crate::{
-    ClaimedJob, FinishOutcome, HeldDocument, ReviewDecision, ReviewRecord, StoreError, StoreResult,
+    ClaimedJob, DecidedReview, FinishOutcome, HeldDocument, ReviewDecision, ReviewRecord,
+    StoreError, StoreResult,
 };
 
 /// Ends `job` with its document in `pending_review`, records why, and announces it.
@@ -122,7 +123,7 @@ pub(super) async fn get(pool: &PgPool, id: DocumentId) -> StoreResult<Option<Rev
 pub(super) async fn decide(
     pool: &PgPool,
     id: DocumentId,
-    decision: ReviewDecision,
+    decided: DecidedReview,
     now: DateTime<Utc>,
 ) -> StoreResult<bool> {
     let doc = id.0;
@@ -142,15 +143,24 @@ pub(super) async fn decide(
         tx.rollback().await?;
         return Ok(false);
     }
+    // The found text goes with the decision: only the reduced findings are kept.
     sqlx::query(
-        "UPDATE document_reviews SET decision = $1, decided_at = $2
-         WHERE document_id = $3 AND decision IS NULL",
+        "UPDATE document_reviews SET decision = $1, decided_at = $2, findings = $3
+         WHERE document_id = $4 AND decision IS NULL",
     )
-    .bind(decision.as_str())
+    .bind(decided.decision.as_str())
     .bind(now)
+    .bind(&decided.findings)
     .bind(doc)
     .execute(&mut *tx)
     .await?;
+    if let Some(name) = &decided.name {
+        sqlx::query("UPDATE documents SET name = $1 WHERE id = $2")
+            .bind(name)
+            .bind(doc)
+            .execute(&mut *tx)
+            .await?;
+    }
     // The document's job runs again from the start, with the decision to apply.
     sqlx::query(
         "UPDATE jobs SET state = 'queued', attempts = 0, run_after = $1, lease_owner = NULL,

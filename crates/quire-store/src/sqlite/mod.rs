@@ -29,10 +29,10 @@ use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 use crate::{
-    AdminSession, AuditEntry, ClaimedJob, ConversationRecord, Created, DeliveryAttempt,
-    DocumentHit, FinishOutcome, HeldDocument, MessageRecord, NewDeliveryAttempt, NewMessage,
-    NewWebhook, PendingDelivery, ProcessedDocument, RateWindow, ReviewDecision, ReviewRecord,
-    Store, StoreError, StoreResult, StoredChunk, WebhookRecord,
+    AdminSession, AuditEntry, ClaimedJob, ConversationRecord, Created, DecidedReview,
+    DeliveryAttempt, DocumentHit, FinishOutcome, HeldDocument, MessageRecord, NewDeliveryAttempt,
+    NewMessage, NewWebhook, PendingDelivery, ProcessedDocument, RateWindow, ReviewDecision,
+    ReviewRecord, Store, StoreError, StoreResult, StoredChunk, WebhookRecord,
 };
 
 /// A [`Store`] in one SQLite database file.
@@ -322,10 +322,10 @@ impl Store for SqliteStore {
     async fn decide_review(
         &self,
         id: DocumentId,
-        decision: ReviewDecision,
+        decided: DecidedReview,
         now: DateTime<Utc>,
     ) -> StoreResult<bool> {
-        reviews::decide(&self.pool, id, decision, now).await
+        reviews::decide(&self.pool, id, decided, now).await
     }
 
     async fn review_decision(&self, id: DocumentId) -> StoreResult<Option<ReviewDecision>> {

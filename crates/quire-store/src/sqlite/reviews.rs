@@ -10,7 +10,8 @@ use sqlx::{Row, SqlitePool};
 use super::codec::{self, DOCUMENT_COLUMNS};
 use super::{jobs, webhooks};
 use crate::{
-    ClaimedJob, FinishOutcome, HeldDocument, ReviewDecision, ReviewRecord, StoreError, StoreResult,
+    ClaimedJob, DecidedReview, FinishOutcome, HeldDocument, ReviewDecision, ReviewRecord,
+    StoreError, StoreResult,
 };
 
 /// Ends `job` with its document in `pending_review`, records why, and announces it.
@@ -125,7 +126,7 @@ pub(super) async fn get(pool: &SqlitePool, id: DocumentId) -> StoreResult<Option
 pub(super) async fn decide(
     pool: &SqlitePool,
     id: DocumentId,
-    decision: ReviewDecision,
+    decided: DecidedReview,
     now: DateTime<Utc>,
 ) -> StoreResult<bool> {
     let now_ms = codec::millis(now);
@@ -144,15 +145,24 @@ pub(super) async fn decide(
         tx.rollback().await?;
         return Ok(false);
     }
+    // The found text goes with the decision: only the reduced findings are kept.
     sqlx::query(
-        "UPDATE document_reviews SET decision = ?, decided_at = ?
+        "UPDATE document_reviews SET decision = ?, decided_at = ?, findings = ?
          WHERE document_id = ? AND decision IS NULL",
     )
-    .bind(decision.as_str())
+    .bind(decided.decision.as_str())
     .bind(now_ms)
+    .bind(&decided.findings)
     .bind(&doc)
     .execute(&mut *tx)
     .await?;
+    if let Some(name) = &decided.name {
+        sqlx::query("UPDATE documents SET name = ? WHERE id = ?")
+            .bind(name)
+            .bind(&doc)
+            .execute(&mut *tx)
+            .await?;
+    }
     // The document's job runs again from the start, with the decision to apply.
     sqlx::query(
         "UPDATE jobs SET state = 'queued', attempts = 0, run_after = ?, lease_owner = NULL,

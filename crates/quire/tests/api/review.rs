@@ -1,5 +1,6 @@
 //! Personal data held for review, over the real API and CLI: a CV waits in `pending_review`
-//! (not searchable, `document.pii_detected` sent once), then approve, redact or reject.
+//! (not searchable, `document.pii_detected` sent once), then approve, redact or reject; headings
+//! and document names are screened too, and a decision leaves only masked findings.
 
 use std::time::{Duration, Instant};
 
@@ -91,9 +92,26 @@ async fn a_cv_waits_for_review_and_approval_makes_it_searchable() {
             .contains("Email: jane.doe@example.com")
     );
 
+    let count = detail["findingCount"].as_u64().unwrap();
     let approved = post(&server, &admin, &format!("/api/v1/reviews/{id}/approve")).await;
     assert_eq!(approved.status(), StatusCode::OK);
     server.wait_for_status(&admin, &source, &id, "ready").await;
+    // Decided: the review keeps types, counts and masked excerpts, not the found text.
+    let decided = body(server.get(&admin, &format!("/api/v1/reviews/{id}")).await).await;
+    assert_no_found_text(&decided);
+    assert_eq!(decided["decision"], "approve", "{decided}");
+    assert_eq!(decided["findingCount"].as_u64(), Some(count), "{decided}");
+    let email = decided["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["type"] == "email")
+        .expect("the reduced e-mail entry");
+    assert_eq!(
+        (&email["count"], &email["excerpt"], &email["in"]),
+        (&json!(1), &json!("j***.***@*******.*om"), &json!(["text"])),
+        "{decided}"
+    );
     let found = search_names(&server, &admin, "centrifugal pump maintenance").await;
     assert!(
         found.iter().any(|c| c.contains("jane.doe@example.com")),
@@ -136,6 +154,136 @@ async fn a_cv_waits_for_review_and_approval_makes_it_searchable() {
     assert_eq!(events[1]["event"], "document.ready");
 }
 
+/// Fails when `review` still carries any of the CV's found text (or its context).
+fn assert_no_found_text(review: &Value) {
+    let text = review.to_string();
+    for raw in [
+        "jane.doe@example.com",
+        "7946 0958",
+        "Jane Doe",
+        "Email:",
+        "context",
+    ] {
+        assert!(!text.contains(raw), "{raw:?} is still in {review}");
+    }
+}
+
+/// Search hits for `query` as JSON text, to look for what must (not) be in them.
+async fn search_json(server: &TestServer, key: &str, query: &str) -> Value {
+    body(server.search(key, json!({"query": query})).await).await
+}
+
+#[tokio::test]
+async fn personal_data_in_a_heading_is_held_and_redacted_in_section_paths() {
+    let server = TestServer::start().await;
+    let admin = server.key(Permission::Admin).await;
+    let source = server.create_source(&admin, "Payments").await;
+    let text = "# Card 4111 1111 1111 1111 and SSN 123-45-6789\n\n\
+                Prime the centrifugal pump before starting it.\n";
+    let id = server
+        .upload_ok(&admin, &source, "pumps.md", text.as_bytes())
+        .await;
+    server
+        .wait_for_status(&admin, &source, &id, "pending_review")
+        .await;
+    let detail = body(server.get(&admin, &format!("/api/v1/reviews/{id}")).await).await;
+    assert_eq!(
+        detail["piiTypes"],
+        json!(["credit_card", "us_ssn"]),
+        "{detail}"
+    );
+    assert!(
+        detail["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["in"] == "section"),
+        "{detail}"
+    );
+
+    let redacted = post(&server, &admin, &format!("/api/v1/reviews/{id}/redact")).await;
+    assert_eq!(redacted.status(), StatusCode::OK);
+    server.wait_for_status(&admin, &source, &id, "ready").await;
+    let found = search_json(&server, &admin, "prime the centrifugal pump").await;
+    let top = &found["results"][0];
+    assert_eq!(
+        top["metadata"]["section"], "Card [CREDIT_CARD] and SSN [US_SSN]",
+        "{found}"
+    );
+    let all = found.to_string();
+    assert!(!all.contains("4111") && !all.contains("6789"), "{found}");
+    let decided = body(server.get(&admin, &format!("/api/v1/reviews/{id}")).await).await;
+    let decided_text = decided.to_string();
+    assert!(
+        !decided_text.contains("4111 1111") && !decided_text.contains("123-45-6789"),
+        "{decided}"
+    );
+    assert_eq!(decided["findingCount"], 2, "{decided}");
+}
+
+#[tokio::test]
+async fn personal_data_in_a_document_name_holds_it_and_redact_renames_it() {
+    let server = TestServer::start().await;
+    let admin = server.key(Permission::Admin).await;
+    let source = server.create_source(&admin, "Payments").await;
+    let card = server
+        .upload_ok(
+            &admin,
+            &source,
+            "statement 4111-1111-1111-1111.md",
+            b"Prime the centrifugal pump before starting it.\n",
+        )
+        .await;
+    let mail = server
+        .upload_ok(
+            &admin,
+            &source,
+            "notes for jane.doe@example.com.md",
+            b"Replace the pump seal every two years.\n",
+        )
+        .await;
+    for id in [&card, &mail] {
+        server
+            .wait_for_status(&admin, &source, id, "pending_review")
+            .await;
+    }
+    let detail = body(server.get(&admin, &format!("/api/v1/reviews/{mail}")).await).await;
+    assert_eq!(detail["piiTypes"], json!(["email"]), "{detail}");
+    assert_eq!(detail["findings"][0]["in"], "name", "{detail}");
+    assert_eq!(detail["findings"][0]["text"], "jane.doe@example.com");
+
+    // Redact: the stored name loses the number, the extension stays.
+    let redacted =
+        body(post(&server, &admin, &format!("/api/v1/reviews/{card}/redact")).await).await;
+    assert_eq!(redacted["name"], "statement [CREDIT_CARD].md", "{redacted}");
+    let doc = server
+        .wait_for_status(&admin, &source, &card, "ready")
+        .await;
+    assert_eq!(doc["name"], "statement [CREDIT_CARD].md", "{doc}");
+    let found = search_json(&server, &admin, "prime the centrifugal pump").await;
+    assert!(
+        found.to_string().contains("statement [CREDIT_CARD].md")
+            && !found.to_string().contains("4111"),
+        "{found}"
+    );
+    let decided = body(server.get(&admin, &format!("/api/v1/reviews/{card}")).await).await;
+    assert!(!decided.to_string().contains("4111-1111"), "{decided}");
+    assert_eq!(decided["findings"][0]["excerpt"], "4***-****-****-**11");
+
+    // Approve: the administrator has seen the name, which stays as uploaded.
+    let approved = post(&server, &admin, &format!("/api/v1/reviews/{mail}/approve")).await;
+    assert_eq!(approved.status(), StatusCode::OK);
+    let doc = server
+        .wait_for_status(&admin, &source, &mail, "ready")
+        .await;
+    assert_eq!(doc["name"], "notes for jane.doe@example.com.md", "{doc}");
+    let decided = body(server.get(&admin, &format!("/api/v1/reviews/{mail}")).await).await;
+    assert_eq!(
+        decided["findings"],
+        json!([{"type": "email", "count": 1, "in": ["name"], "excerpt": "j***.***@*******.*om"}])
+    );
+}
+
 #[tokio::test]
 async fn redaction_indexes_placeholders_and_keeps_the_original() {
     let server = TestServer::start().await;
@@ -160,6 +308,7 @@ async fn redaction_indexes_placeholders_and_keeps_the_original() {
             .iter()
             .all(|c| !c.contains("jane.doe"))
     );
+    assert_no_found_text(&body(server.get(&admin, &format!("/api/v1/reviews/{id}")).await).await);
     // The original file is kept as uploaded.
     let original = server.data_dir.path().join("files").join(&id);
     assert_eq!(std::fs::read_to_string(original).unwrap(), CV);
@@ -290,4 +439,13 @@ async fn the_cli_lists_shows_and_decides_while_the_server_runs() {
     }
     let (ok, out) = quire(&dir, &["review", "approve", &id]).await;
     assert!(!ok && out.contains("not waiting for review"), "{out}");
+    // The decision reduced what the review keeps.
+    let (ok, out) = quire(&dir, &["review", "show", &id]).await;
+    assert!(
+        ok && !out.contains("jane.doe@example.com") && out.contains("j***.***@*******.*om"),
+        "{out}"
+    );
+    let (ok, out) = quire(&dir, &["review", "show", &id, "--json"]).await;
+    assert!(ok, "{out}");
+    assert_no_found_text(&serde_json::from_str(&out).unwrap());
 }
