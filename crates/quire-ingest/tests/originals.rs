@@ -96,6 +96,7 @@ async fn fixture(files: impl FnOnce(&Path) -> Arc<dyn OriginalStore>) -> Fixture
             chunking: ChunkingParams::default(),
             parse_limits: ParseLimits::default(),
             time_budget: Duration::from_secs(30),
+            index_time_budget: Duration::from_secs(30),
             isolation: Isolation::InProcess,
             lease: chrono::Duration::seconds(LEASE_SECONDS),
             max_attempts: 3,

@@ -105,6 +105,7 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
                 chunking: config.chunking,
                 parse_limits: config.parsing.limits(),
                 time_budget: Duration::from_secs(config.workers.time_budget_seconds),
+                index_time_budget: Duration::from_secs(config.workers.index_time_budget_seconds),
                 isolation: config.parsing.isolation()?,
                 lease: chrono::Duration::seconds(
                     i64::try_from(config.workers.lease_seconds).unwrap_or(i64::MAX / 1000),
