@@ -267,6 +267,38 @@ impl Ingest {
         Ok(Some(doc))
     }
 
+    /// Removes what a deletion interrupted by a crash left behind: keyword-index entries and
+    /// vectors of documents that no longer exist, and, when `originals` is set, their
+    /// original files. Call it at start, before the workers run and (for originals) before
+    /// uploads are accepted: an original is stored just before its document row. Returns how
+    /// many documents' entries and originals were removed.
+    pub async fn remove_orphans(&self, originals: bool) -> Result<(u64, u64), IngestError> {
+        let index = Arc::clone(&self.index);
+        let mut indexed = blocking(move || index.document_ids()).await??;
+        if let Some(semantic) = &self.semantic {
+            indexed.extend(semantic.vectors().document_ids());
+        }
+        indexed.sort_by_key(ToString::to_string);
+        indexed.dedup();
+        let mut removed_entries = 0;
+        for id in indexed {
+            if self.store.find_document(id).await?.is_none() {
+                self.remove_from_indexes(id).await?;
+                removed_entries += 1;
+            }
+        }
+        let mut removed_originals = 0;
+        if originals {
+            for id in self.files.list().await? {
+                if self.store.find_document(id).await?.is_none() {
+                    self.files.remove(id).await?;
+                    removed_originals += 1;
+                }
+            }
+        }
+        Ok((removed_entries, removed_originals))
+    }
+
     /// Removes the original of a document that is gone; a failure leaves an orphaned file,
     /// which is logged rather than undoing what was already deleted.
     async fn remove_original(&self, id: DocumentId) {

@@ -1,6 +1,7 @@
-//! Jobs that outlast their lease or their time budget, and panics after parsing: a slow
-//! document is processed once (its lease is renewed), one that takes too long fails with the
-//! reason, and a panic fails its document while the worker goes on.
+//! Jobs that outlast their lease or their time budget, panics after parsing, and deletions
+//! cut short: a slow document is processed once (its lease is renewed), one that takes too
+//! long fails with the reason, a panic fails its document while the worker goes on, and what a
+//! crashed deletion left behind is swept at start.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -68,6 +69,9 @@ struct Fixture {
     store: Arc<dyn Store>,
     embedder: Arc<Scripted>,
     clock: Arc<ManualClock>,
+    index: Arc<KeywordIndex>,
+    semantic: Arc<Semantic>,
+    files: Arc<LocalFiles>,
     source: SourceId,
     lease: chrono::Duration,
     _dir: TempDir,
@@ -94,12 +98,14 @@ async fn fixture(lease: chrono::Duration, index_time_budget: Duration) -> Fixtur
         gate: Semaphore::new(0),
         calls: AtomicUsize::new(0),
     });
-    let semantic = Semantic::open(&dir.path().join("vectors"), embedder.clone()).unwrap();
+    let semantic = Arc::new(Semantic::open(&dir.path().join("vectors"), embedder.clone()).unwrap());
+    let index = Arc::new(KeywordIndex::open(&dir.path().join("index")).unwrap());
+    let files = Arc::new(LocalFiles::in_data_dir(dir.path()).unwrap());
     let ingest = Ingest::new(
         Arc::clone(&store),
-        Arc::new(KeywordIndex::open(&dir.path().join("index")).unwrap()),
+        Arc::clone(&index),
         Staging::open(dir.path()).unwrap(),
-        Arc::new(LocalFiles::in_data_dir(dir.path()).unwrap()),
+        files.clone(),
         clock.clone(),
         IngestSettings {
             max_upload_bytes: 1 << 20,
@@ -112,12 +118,15 @@ async fn fixture(lease: chrono::Duration, index_time_budget: Duration) -> Fixtur
             max_attempts: 3,
         },
     )
-    .with_semantic(Some(Arc::new(semantic)));
+    .with_semantic(Some(Arc::clone(&semantic)));
     Fixture {
         ingest: Arc::new(ingest),
         store,
         embedder,
         clock,
+        index,
+        semantic,
+        files,
         source,
         lease,
         _dir: dir,
@@ -241,4 +250,37 @@ async fn a_panic_after_parsing_fails_its_document_and_the_worker_goes_on() {
     );
     let fine = f.document("fine.txt").await;
     assert_eq!(fine.status, DocumentStatus::Ready, "{:?}", fine.error);
+}
+
+#[tokio::test]
+async fn what_a_crashed_deletion_left_is_removed_at_start() {
+    let f = fixture(chrono::Duration::seconds(60), Duration::from_secs(30)).await;
+    f.upload("kept.txt", "This document stays.").await;
+    f.upload("gone.txt", "This document is deleted.").await;
+    assert!(f.ingest.process_next("w").await.unwrap());
+    assert!(f.ingest.process_next("w").await.unwrap());
+    let (kept, gone) = (
+        f.document("kept.txt").await.id,
+        f.document("gone.txt").await.id,
+    );
+    // The row goes, then the process dies before the entries and the original follow.
+    f.store
+        .delete_document(&SourceScope::All, f.source, gone)
+        .await
+        .unwrap()
+        .unwrap();
+    let mut indexed = f.index.document_ids().unwrap();
+    indexed.sort_by_key(ToString::to_string);
+    let mut both = vec![kept, gone];
+    both.sort_by_key(ToString::to_string);
+    assert_eq!(indexed, both);
+
+    assert_eq!(f.ingest.remove_orphans(true).await.unwrap(), (1, 1));
+    assert_eq!(f.index.document_ids().unwrap(), vec![kept]);
+    assert_eq!(f.semantic.vectors().document_ids(), vec![kept]);
+    assert_eq!(
+        quire_files::OriginalStore::list(&*f.files).await.unwrap(),
+        vec![kept]
+    );
+    assert_eq!(f.ingest.remove_orphans(true).await.unwrap(), (0, 0));
 }

@@ -33,6 +33,9 @@ impl OriginalStore for Remote {
     async fn remove(&self, id: DocumentId) -> Result<(), FilesError> {
         self.0.remove(id).await
     }
+    async fn list(&self) -> Result<Vec<DocumentId>, FilesError> {
+        self.0.list().await
+    }
     fn local_path(&self, _id: DocumentId) -> Option<PathBuf> {
         None
     }

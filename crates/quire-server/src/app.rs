@@ -195,6 +195,18 @@ impl App {
                 );
             }
         }
+        // A deletion interrupted by a crash leaves index entries, vectors and the original of
+        // a document that is gone: remove them before the workers start. Originals only when
+        // this process owns the store: on a shared one, another node may have just stored an
+        // original whose document row is not written yet.
+        let (entries, originals) = self.state.ingest.remove_orphans(self.owns_its_jobs).await?;
+        if entries + originals > 0 {
+            tracing::info!(
+                documents = entries,
+                originals,
+                "removed index entries and originals of deleted documents"
+            );
+        }
         // Vectors of documents deleted while the service ran without a model go first (before
         // the workers start, since a document being processed has vectors before it is
         // ready); then ready documents without vectors are embedded in the background.
