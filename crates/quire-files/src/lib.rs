@@ -37,6 +37,10 @@ pub trait OriginalStore: std::fmt::Debug + Send + Sync {
     /// Deletes the original of `id`; one that does not exist is not an error.
     async fn remove(&self, id: DocumentId) -> Result<(), FilesError>;
 
+    /// The ids of every stored original, in no particular order: what a sweep for originals
+    /// whose documents are gone walks. Names that are not document ids are left out.
+    async fn list(&self) -> Result<Vec<DocumentId>, FilesError>;
+
     /// The original's path when it is already a local file that can be read in place (so the
     /// caller need not fetch a copy); `None` for remote stores.
     fn local_path(&self, id: DocumentId) -> Option<PathBuf>;

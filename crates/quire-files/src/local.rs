@@ -61,6 +61,18 @@ impl OriginalStore for LocalFiles {
         Ok(())
     }
 
+    async fn list(&self) -> Result<Vec<DocumentId>, FilesError> {
+        let mut ids = Vec::new();
+        let mut entries = tokio::fs::read_dir(&self.dir).await?;
+        while let Some(entry) = entries.next_entry().await? {
+            // Copies in flight (`.incoming-…`) and anything else not named by an id are skipped.
+            if let Some(id) = entry.file_name().to_str().and_then(|n| n.parse().ok()) {
+                ids.push(id);
+            }
+        }
+        Ok(ids)
+    }
+
     async fn fetch_to(&self, id: DocumentId, dest: &Path) -> Result<(), FilesError> {
         let mut original = match tokio::fs::File::open(self.path_of(id)).await {
             Ok(file) => file,

@@ -12,7 +12,8 @@ use futures_util::StreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path as Key;
 use object_store::{
-    BackoffConfig, ClientOptions, ObjectStoreExt, PutPayload, RetryConfig, WriteMultipart,
+    BackoffConfig, ClientOptions, ObjectStore, ObjectStoreExt, PutPayload, RetryConfig,
+    WriteMultipart,
 };
 use quire_core::DocumentId;
 use tempfile::TempPath;
@@ -175,6 +176,26 @@ impl OriginalStore for S3Files {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(e.into()),
         }
+    }
+
+    async fn list(&self) -> Result<Vec<DocumentId>, FilesError> {
+        let mut ids = Vec::new();
+        let mut objects = self.store.list(self.prefix.as_ref());
+        while let Some(object) = objects.next().await {
+            // Only objects directly under the prefix and named by an id are originals.
+            let object = object?;
+            let name = object.location.filename().and_then(|n| n.parse().ok());
+            let parent_is_prefix = match &self.prefix {
+                Some(prefix) => {
+                    object.location.prefix_match(prefix).map(Iterator::count) == Some(1)
+                }
+                None => object.location.parts().count() == 1,
+            };
+            if let (Some(id), true) = (name, parent_is_prefix) {
+                ids.push(id);
+            }
+        }
+        Ok(ids)
     }
 
     fn local_path(&self, _id: DocumentId) -> Option<PathBuf> {

@@ -98,6 +98,7 @@ contract!(
     put_replaces_an_earlier_original,
     remove_is_idempotent,
     a_missing_original_is_not_found,
+    originals_are_listed_by_id,
 );
 
 /// Deterministic bytes that are not one repeated block, so misplaced parts would show.
@@ -173,6 +174,25 @@ async fn remove_is_idempotent(backend: Backend) {
     let dest = backend.scratch.path().join("fetched");
     let gone = backend.store.fetch_to(id, &dest).await;
     assert!(matches!(gone, Err(FilesError::NotFound(_))), "{gone:?}");
+}
+
+async fn originals_are_listed_by_id(backend: Backend) {
+    assert!(backend.store.list().await.unwrap().is_empty());
+    let (first, second) = (DocumentId::new(), DocumentId::new());
+    for id in [first, second] {
+        backend
+            .store
+            .put(id, backend.stage(b"bytes"))
+            .await
+            .unwrap();
+    }
+    let mut listed = backend.store.list().await.unwrap();
+    listed.sort_by_key(ToString::to_string);
+    let mut expected = vec![first, second];
+    expected.sort_by_key(ToString::to_string);
+    assert_eq!(listed, expected);
+    backend.store.remove(first).await.unwrap();
+    assert_eq!(backend.store.list().await.unwrap(), vec![second]);
 }
 
 async fn a_missing_original_is_not_found(backend: Backend) {

@@ -1,10 +1,12 @@
 //! The ingestion service: what the HTTP layer calls to accept and delete documents, and what
 //! the workers call to process one job.
 
+use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use chrono::Duration;
+use futures_util::FutureExt;
 use quire_core::{
     Clock, DocumentId, DocumentRecord, NewDocument, SourceId, SourceRecord, SourceScope,
 };
@@ -25,6 +27,9 @@ use crate::review::Review;
 use crate::semantic::Semantic;
 use quire_parse::{ParseLimits, guess_content_type};
 
+/// Shortest time between two renewals of a job's lease, whatever the lease.
+const MIN_RENEWAL: std::time::Duration = std::time::Duration::from_millis(10);
+
 /// Longest stored file name, in characters.
 const MAX_NAME_CHARS: usize = 255;
 
@@ -37,12 +42,16 @@ pub struct IngestSettings {
     pub chunking: ChunkingParams,
     /// Bounds on parsing one document.
     pub parse_limits: ParseLimits,
-    /// Longest a worker may spend on one document before it is failed.
+    /// Longest a worker may spend parsing one document before it is failed.
     pub time_budget: std::time::Duration,
+    /// Longest the server-side steps after parsing (screening, embedding, indexing) may take
+    /// for one document before it is failed.
+    pub index_time_budget: std::time::Duration,
     /// Where documents are parsed: in a child process (killable, with a memory budget) or in
     /// this one.
     pub isolation: Isolation,
-    /// How long a claimed job stays leased to its worker.
+    /// How long a claimed job stays leased to its worker; the worker renews it every third of
+    /// that while it works.
     pub lease: Duration,
     /// Claims of one job (including ones interrupted by crashes) before its document fails.
     pub max_attempts: u32,
@@ -258,6 +267,38 @@ impl Ingest {
         Ok(Some(doc))
     }
 
+    /// Removes what a deletion interrupted by a crash left behind: keyword-index entries and
+    /// vectors of documents that no longer exist, and, when `originals` is set, their
+    /// original files. Call it at start, before the workers run and (for originals) before
+    /// uploads are accepted: an original is stored just before its document row. Returns how
+    /// many documents' entries and originals were removed.
+    pub async fn remove_orphans(&self, originals: bool) -> Result<(u64, u64), IngestError> {
+        let index = Arc::clone(&self.index);
+        let mut indexed = blocking(move || index.document_ids()).await??;
+        if let Some(semantic) = &self.semantic {
+            indexed.extend(semantic.vectors().document_ids());
+        }
+        indexed.sort_by_key(ToString::to_string);
+        indexed.dedup();
+        let mut removed_entries = 0;
+        for id in indexed {
+            if self.store.find_document(id).await?.is_none() {
+                self.remove_from_indexes(id).await?;
+                removed_entries += 1;
+            }
+        }
+        let mut removed_originals = 0;
+        if originals {
+            for id in self.files.list().await? {
+                if self.store.find_document(id).await?.is_none() {
+                    self.files.remove(id).await?;
+                    removed_originals += 1;
+                }
+            }
+        }
+        Ok((removed_entries, removed_originals))
+    }
+
     /// Removes the original of a document that is gone; a failure leaves an orphaned file,
     /// which is logged rather than undoing what was already deleted.
     async fn remove_original(&self, id: DocumentId) {
@@ -309,7 +350,38 @@ impl Ingest {
         Ok(true)
     }
 
+    /// Processes `job` while renewing its lease every third of the lease, so a document that
+    /// takes longer than one lease is not claimed (and processed a second time) by another
+    /// worker. When a renewal finds the lease lost, the work is dropped: the new owner does it.
     async fn process_claimed(&self, job: ClaimedJob) -> Result<(), IngestError> {
+        let work = self.process_leased(&job);
+        tokio::pin!(work);
+        let every = (self.settings.lease / 3)
+            .to_std()
+            .unwrap_or_default()
+            .max(MIN_RENEWAL);
+        let mut renewal = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        renewal.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                result = &mut work => return result,
+                _ = renewal.tick() => {
+                    let now = self.clock.now();
+                    match self.store.renew_lease(&job, now, now + self.settings.lease).await {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            tracing::warn!("lost the job's lease; stopping work on it");
+                            return Ok(());
+                        }
+                        // The lease may still be held: keep working and try again next time.
+                        Err(e) => tracing::warn!(error = %e, "could not renew the job's lease"),
+                    }
+                }
+            }
+        }
+    }
+
+    async fn process_leased(&self, job: &ClaimedJob) -> Result<(), IngestError> {
         if job.attempts > self.settings.max_attempts {
             let message = format!(
                 "processing was interrupted {} times (the server stopped or the work ran out of \
@@ -317,15 +389,15 @@ impl Ingest {
                 job.attempts - 1
             );
             self.store
-                .fail_document(&job, &message, self.clock.now())
+                .fail_document(job, &message, self.clock.now())
                 .await?;
             return Ok(());
         }
-        let original = match self.original(&job).await {
+        let original = match self.original(job).await {
             Ok(original) => original,
             Err(FilesError::NotFound(_)) => {
                 self.store
-                    .fail_document(&job, "the original file is missing", self.clock.now())
+                    .fail_document(job, "the original file is missing", self.clock.now())
                     .await?;
                 return Ok(());
             }
@@ -339,13 +411,13 @@ impl Ingest {
                 return Err(e.into());
             }
         };
-        match self.extract(&job, original.path()).await {
-            Ok(processed) => self.store_processed(&job, processed).await?,
+        match self.extract(job, original.path()).await {
+            Ok(processed) => self.index_processed(job, processed).await?,
             Err(message) => {
                 tracing::info!(error = %message, "document failed");
                 let outcome = self
                     .store
-                    .fail_document(&job, &message, self.clock.now())
+                    .fail_document(job, &message, self.clock.now())
                     .await?;
                 if outcome == FinishOutcome::LeaseLost {
                     tracing::warn!("lost the job's lease before failing it");
@@ -424,6 +496,36 @@ impl Ingest {
             }
         }
         Ok(Some(processed))
+    }
+
+    /// The server-side steps after parsing, under their own time budget and with panics
+    /// caught: either ends the document as failed with the reason, and the worker goes on.
+    async fn index_processed(
+        &self,
+        job: &ClaimedJob,
+        processed: Processed,
+    ) -> Result<(), IngestError> {
+        let budget = self.settings.index_time_budget;
+        let steps = AssertUnwindSafe(self.store_processed(job, processed)).catch_unwind();
+        let message = match tokio::time::timeout(budget, steps).await {
+            Ok(Ok(result)) => return result,
+            Ok(Err(panic)) => format!("processing panicked: {}", panic_message(&*panic)),
+            Err(_) => format!(
+                "embedding and indexing took longer than the time budget ({} s)",
+                budget.as_secs_f64()
+            ),
+        };
+        tracing::error!(error = %message, "document failed");
+        // Entries the steps may have written before they stopped go with the failure.
+        self.remove_from_indexes(job.document_id).await?;
+        let outcome = self
+            .store
+            .fail_document(job, &message, self.clock.now())
+            .await?;
+        if outcome == FinishOutcome::LeaseLost {
+            tracing::warn!("lost the job's lease before failing it");
+        }
+        Ok(())
     }
 
     async fn store_processed(
@@ -513,12 +615,25 @@ impl LocalOriginal {
     }
 }
 
+/// Runs `f` on the blocking pool. A panic in `f` goes on unwinding in the caller, so the
+/// caller's own panic handling (failing the document) applies to it as well.
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, IngestError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| IngestError::Task(e.to_string()))
+    match tokio::task::spawn_blocking(f).await {
+        Ok(value) => Ok(value),
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => Err(IngestError::Task(e.to_string())),
+    }
+}
+
+/// The text a panic was raised with, when it is a string.
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".to_owned())
 }
 
 /// The last path component of a client-supplied file name, without control characters, at

@@ -2,9 +2,11 @@
 //! an upload wakes them or the poll interval passes (jobs can also become runnable when a lease
 //! expires, which nothing announces).
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::FutureExt;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -69,10 +71,18 @@ async fn work(
 ) {
     tracing::debug!(%worker, "worker started");
     while !cancel.is_cancelled() {
-        let found = match ingest.process_next(&worker).await {
-            Ok(found) => found,
-            Err(e) => {
+        // Panics after parsing fail their document inside `process_next`; this catches any
+        // other, so the worker lives on (the job is taken up again when its lease runs out).
+        let next = AssertUnwindSafe(ingest.process_next(&worker)).catch_unwind();
+        let found = match next.await {
+            Ok(Ok(found)) => found,
+            Ok(Err(e)) => {
                 tracing::error!(%worker, error = %e, "job processing failed");
+                false
+            }
+            Err(panic) => {
+                let message = crate::service::panic_message(&*panic);
+                tracing::error!(%worker, panic = %message, "job processing panicked");
                 false
             }
         };

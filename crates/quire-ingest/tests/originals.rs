@@ -33,6 +33,9 @@ impl OriginalStore for Remote {
     async fn remove(&self, id: DocumentId) -> Result<(), FilesError> {
         self.0.remove(id).await
     }
+    async fn list(&self) -> Result<Vec<DocumentId>, FilesError> {
+        self.0.list().await
+    }
     fn local_path(&self, _id: DocumentId) -> Option<PathBuf> {
         None
     }
@@ -96,6 +99,7 @@ async fn fixture(files: impl FnOnce(&Path) -> Arc<dyn OriginalStore>) -> Fixture
             chunking: ChunkingParams::default(),
             parse_limits: ParseLimits::default(),
             time_budget: Duration::from_secs(30),
+            index_time_budget: Duration::from_secs(30),
             isolation: Isolation::InProcess,
             lease: chrono::Duration::seconds(LEASE_SECONDS),
             max_attempts: 3,

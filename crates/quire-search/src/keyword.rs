@@ -189,6 +189,37 @@ impl KeywordIndex {
         Ok(())
     }
 
+    /// The documents that have chunks in the index, in no particular order: what a sweep for
+    /// entries whose documents are gone walks.
+    pub fn document_ids(&self) -> Result<Vec<DocumentId>, SearchError> {
+        let searcher = self.reader.searcher();
+        let mut names = std::collections::BTreeSet::new();
+        for segment in searcher.segment_readers() {
+            let terms = segment.inverted_index(self.fields.document_id)?;
+            let mut stream = terms
+                .terms()
+                .stream()
+                .map_err(tantivy::TantivyError::from)?;
+            while stream.advance() {
+                names.insert(String::from_utf8_lossy(stream.key()).into_owned());
+            }
+        }
+        let mut ids = Vec::new();
+        // The term dictionary still lists deleted chunks until segments merge: keep only
+        // documents with a live chunk.
+        for name in names {
+            let Ok(id) = name.parse::<DocumentId>() else {
+                continue;
+            };
+            let term = Term::from_field_text(self.fields.document_id, &name);
+            let query = TermQuery::new(term, IndexRecordOption::Basic);
+            if searcher.search(&query, &tantivy::collector::Count)? > 0 {
+                ids.push(id);
+            }
+        }
+        Ok(ids)
+    }
+
     /// Number of chunks in the index.
     pub fn chunk_count(&self) -> u64 {
         self.reader.searcher().num_docs()

@@ -105,6 +105,7 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
                 chunking: config.chunking,
                 parse_limits: config.parsing.limits(),
                 time_budget: Duration::from_secs(config.workers.time_budget_seconds),
+                index_time_budget: Duration::from_secs(config.workers.index_time_budget_seconds),
                 isolation: config.parsing.isolation()?,
                 lease: chrono::Duration::seconds(
                     i64::try_from(config.workers.lease_seconds).unwrap_or(i64::MAX / 1000),
@@ -193,6 +194,18 @@ impl App {
             tracing::info!(
                 jobs = requeued,
                 "resuming jobs interrupted by the last shutdown"
+            );
+        }
+        // A deletion interrupted by a crash leaves index entries, vectors and the original of
+        // a document that is gone: remove them before the workers start. Originals only when
+        // this process owns the store: on a shared one, another node may have just stored an
+        // original whose document row is not written yet.
+        let (entries, originals) = self.state.ingest.remove_orphans(self.owns_its_jobs).await?;
+        if entries + originals > 0 {
+            tracing::info!(
+                documents = entries,
+                originals,
+                "removed index entries and originals of deleted documents"
             );
         }
         // Vectors of documents deleted while the service ran without a model go first (before

@@ -124,6 +124,16 @@ pub trait Store: Send + Sync + 'static {
         now: DateTime<Utc>,
         lease_until: DateTime<Utc>,
     ) -> StoreResult<Option<ClaimedJob>>;
+    /// Extends the lease of a job its worker still holds to `lease_until`, so a document that
+    /// takes longer than one lease is not claimed by another worker while it is processed.
+    /// False when the lease was lost (another worker claimed the job after it ran out, or the
+    /// job ended or went with its document): the caller should stop working on it.
+    async fn renew_lease(
+        &self,
+        job: &ClaimedJob,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+    ) -> StoreResult<bool>;
     /// Stores the chunks, marks the document `ready` and the job done, and in the same
     /// transaction writes a `document.ready` event to the outbox for each subscribed webhook.
     /// Does nothing if the document was deleted or the lease was lost meanwhile, and says which.

@@ -45,6 +45,7 @@ conformance! {
         chunks_are_read_back_by_key_and_by_document,
         jobs_are_leased_finished_and_resumed,
         a_restarted_node_takes_back_only_its_own_jobs,
+        leases_are_renewed_until_lost,
         the_same_bytes_are_one_document_per_source,
         keys_are_stored_by_hash_and_revoked,
         rate_windows_count_and_prune,
@@ -356,6 +357,97 @@ async fn chunks_are_read_back_by_key_and_by_document(store: &dyn Store) {
         walked.extend(page);
     }
     assert_eq!(walked, expected);
+}
+
+async fn leases_are_renewed_until_lost(store: &dyn Store) {
+    let s = source(store, "S").await;
+    let first = document(store, s, "1.txt").await;
+    let lease = Duration::minutes(10);
+    let job = store
+        .claim_job("w1", t0(), t0() + lease)
+        .await
+        .unwrap()
+        .unwrap();
+
+    // Renewed before it runs out, the lease outlives its first end: nobody else claims it.
+    let renewed_at = t0() + Duration::minutes(8);
+    assert!(
+        store
+            .renew_lease(&job, renewed_at, renewed_at + lease)
+            .await
+            .unwrap()
+    );
+    let past_first_end = t0() + lease + Duration::seconds(1);
+    assert!(
+        store
+            .claim_job("w2", past_first_end, past_first_end + lease)
+            .await
+            .unwrap()
+            .is_none(),
+        "a renewed lease is still held"
+    );
+
+    // Not renewed again, it runs out and another worker takes the job; the first worker's
+    // renewal (a late one) is refused and so is its result.
+    let expired = renewed_at + lease + Duration::seconds(1);
+    let taken = store
+        .claim_job("w2", expired, expired + lease)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((taken.document_id, taken.attempts), (first, 2));
+    assert!(
+        !store
+            .renew_lease(&job, expired, expired + lease)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .renew_lease(&taken, expired, expired + lease)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store
+            .finish_document(&job, chunks(1), expired)
+            .await
+            .unwrap(),
+        FinishOutcome::LeaseLost
+    );
+
+    // A finished job has no lease to renew, and neither has a job gone with its document.
+    assert_eq!(
+        store
+            .finish_document(&taken, chunks(1), expired)
+            .await
+            .unwrap(),
+        FinishOutcome::Stored
+    );
+    assert!(
+        !store
+            .renew_lease(&taken, expired, expired + lease)
+            .await
+            .unwrap()
+    );
+    let second = document(store, s, "2.txt").await;
+    let job2 = store
+        .claim_job("w1", expired, expired + lease)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(job2.document_id, second);
+    store
+        .delete_document(&SourceScope::All, s, second)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        !store
+            .renew_lease(&job2, expired, expired + lease)
+            .await
+            .unwrap()
+    );
 }
 
 async fn jobs_are_leased_finished_and_resumed(store: &dyn Store) {

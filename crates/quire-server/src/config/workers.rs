@@ -10,13 +10,17 @@ pub struct WorkersConfig {
     pub count: usize,
     /// How often idle workers look for jobs, in milliseconds.
     pub poll_interval_ms: u64,
-    /// How long a job stays leased to its worker, in seconds; a job whose lease runs out is
-    /// taken up again.
+    /// How long a job stays leased to its worker, in seconds; the worker renews the lease every
+    /// third of that while it works, so only a job whose worker died or hung runs out of it and
+    /// is taken up again.
     pub lease_seconds: u64,
     /// Claims of one document (crashes included) before it is failed.
     pub max_attempts: u32,
-    /// Longest time spent processing one document, in seconds.
+    /// Longest time spent parsing one document, in seconds.
     pub time_budget_seconds: u64,
+    /// Longest time spent on one document after parsing (screening, embedding, indexing), in
+    /// seconds; a document that takes longer fails with the reason.
+    pub index_time_budget_seconds: u64,
     /// How long shutdown waits for running jobs, in seconds.
     pub shutdown_grace_seconds: u64,
 }
@@ -29,6 +33,7 @@ impl Default for WorkersConfig {
             lease_seconds: 600,
             max_attempts: 3,
             time_budget_seconds: 300,
+            index_time_budget_seconds: 900,
             shutdown_grace_seconds: 10,
         }
     }

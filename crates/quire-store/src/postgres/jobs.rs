@@ -65,6 +65,29 @@ pub(super) async fn claim(
     Ok(Some(job))
 }
 
+/// Moves the lease's end if `job.worker` still holds this claim (same attempt): a claim by
+/// another worker counts an attempt, so a late renewal matches nothing.
+pub(super) async fn renew(
+    pool: &PgPool,
+    job: &ClaimedJob,
+    now: DateTime<Utc>,
+    lease_until: DateTime<Utc>,
+) -> StoreResult<bool> {
+    let updated = sqlx::query(
+        "UPDATE jobs SET lease_expires_at = $1, updated_at = $2
+         WHERE id = $3 AND state = 'running' AND lease_owner = $4 AND attempts = $5",
+    )
+    .bind(lease_until)
+    .bind(now)
+    .bind(job.id.0)
+    .bind(&job.worker)
+    .bind(i64::from(job.attempts))
+    .execute(pool)
+    .await?
+    .rows_affected();
+    Ok(updated == 1)
+}
+
 pub(super) async fn finish(
     pool: &PgPool,
     job: &ClaimedJob,

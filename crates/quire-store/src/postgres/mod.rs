@@ -163,6 +163,15 @@ impl Store for PgStore {
         jobs::claim(&self.pool, worker, now, lease_until).await
     }
 
+    async fn renew_lease(
+        &self,
+        job: &ClaimedJob,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        jobs::renew(&self.pool, job, now, lease_until).await
+    }
+
     async fn finish_document(
         &self,
         job: &ClaimedJob,

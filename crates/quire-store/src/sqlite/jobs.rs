@@ -74,6 +74,29 @@ pub(super) async fn claim(
     Ok(Some(job))
 }
 
+/// Moves the lease's end if `job.worker` still holds this claim (same attempt): a claim by
+/// another worker counts an attempt, so a late renewal matches nothing.
+pub(super) async fn renew(
+    pool: &SqlitePool,
+    job: &ClaimedJob,
+    now: DateTime<Utc>,
+    lease_until: DateTime<Utc>,
+) -> StoreResult<bool> {
+    let updated = sqlx::query(
+        "UPDATE jobs SET lease_expires_at = ?, updated_at = ?
+         WHERE id = ? AND state = 'running' AND lease_owner = ? AND attempts = ?",
+    )
+    .bind(codec::millis(lease_until))
+    .bind(codec::millis(now))
+    .bind(job.id.to_string())
+    .bind(&job.worker)
+    .bind(i64::from(job.attempts))
+    .execute(pool)
+    .await?
+    .rows_affected();
+    Ok(updated == 1)
+}
+
 pub(super) async fn finish(
     pool: &SqlitePool,
     job: &ClaimedJob,

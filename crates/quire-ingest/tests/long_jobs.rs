@@ -1,0 +1,287 @@
+//! Jobs that outlast their lease or their time budget, panics after parsing, and deletions
+//! cut short: a slow document is processed once (its lease is renewed), one that takes too
+//! long fails with the reason, a panic fails its document while the worker goes on, and what a
+//! crashed deletion left behind is swept at start.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::Utc;
+use quire_core::embed::{Embedder, ModelError, Purpose};
+use quire_core::{
+    Clock, DocumentRecord, DocumentStatus, ManualClock, NewSource, SourceDescription, SourceId,
+    SourceName, SourceScope, SourceType,
+};
+use quire_files::LocalFiles;
+use quire_ingest::{
+    ChunkingParams, Ingest, IngestSettings, Isolation, JobRunner, ParseLimits, Semantic, Staging,
+    Upload, WorkerSettings,
+};
+use quire_search::KeywordIndex;
+use quire_store::{Store, StoreLocation};
+use tempfile::TempDir;
+use tokio::sync::Semaphore;
+
+/// Text that makes the embedder wait for the gate.
+const SLOW: &str = "SLOWMARKER";
+/// Text that makes the embedder panic.
+const PANIC: &str = "PANICMARKER";
+
+/// A test embedder: waits on `gate` for texts holding [`SLOW`], panics on [`PANIC`], and
+/// counts its calls.
+#[derive(Debug)]
+struct Scripted {
+    gate: Semaphore,
+    calls: AtomicUsize,
+}
+
+#[async_trait]
+impl Embedder for Scripted {
+    fn model_id(&self) -> &str {
+        "scripted"
+    }
+    fn dimensions(&self) -> usize {
+        4
+    }
+    fn engine(&self) -> String {
+        "test".into()
+    }
+    async fn embed(
+        &self,
+        texts: &[String],
+        _purpose: Purpose,
+    ) -> Result<Vec<Vec<f32>>, ModelError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        if texts.iter().any(|t| t.contains(PANIC)) {
+            panic!("the test embedder was asked to panic");
+        }
+        if texts.iter().any(|t| t.contains(SLOW)) {
+            let _permit = self.gate.acquire().await.unwrap();
+        }
+        Ok(texts.iter().map(|_| vec![1.0, 0.0, 0.0, 0.0]).collect())
+    }
+}
+
+struct Fixture {
+    ingest: Arc<Ingest>,
+    store: Arc<dyn Store>,
+    embedder: Arc<Scripted>,
+    clock: Arc<ManualClock>,
+    index: Arc<KeywordIndex>,
+    semantic: Arc<Semantic>,
+    files: Arc<LocalFiles>,
+    source: SourceId,
+    lease: chrono::Duration,
+    _dir: TempDir,
+}
+
+async fn fixture(lease: chrono::Duration, index_time_budget: Duration) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let store = quire_store::open(&StoreLocation::Sqlite(dir.path().join("quire.db")))
+        .await
+        .unwrap();
+    let clock = Arc::new(ManualClock::new(Utc::now()));
+    let source = store
+        .create_source(NewSource {
+            id: SourceId::new(),
+            name: SourceName::parse("Manuals").unwrap(),
+            description: SourceDescription::parse("").unwrap(),
+            source_type: SourceType::Network,
+            created_at: clock.now(),
+        })
+        .await
+        .unwrap()
+        .id;
+    let embedder = Arc::new(Scripted {
+        gate: Semaphore::new(0),
+        calls: AtomicUsize::new(0),
+    });
+    let semantic = Arc::new(Semantic::open(&dir.path().join("vectors"), embedder.clone()).unwrap());
+    let index = Arc::new(KeywordIndex::open(&dir.path().join("index")).unwrap());
+    let files = Arc::new(LocalFiles::in_data_dir(dir.path()).unwrap());
+    let ingest = Ingest::new(
+        Arc::clone(&store),
+        Arc::clone(&index),
+        Staging::open(dir.path()).unwrap(),
+        files.clone(),
+        clock.clone(),
+        IngestSettings {
+            max_upload_bytes: 1 << 20,
+            chunking: ChunkingParams::default(),
+            parse_limits: ParseLimits::default(),
+            time_budget: Duration::from_secs(30),
+            index_time_budget,
+            isolation: Isolation::InProcess,
+            lease,
+            max_attempts: 3,
+        },
+    )
+    .with_semantic(Some(Arc::clone(&semantic)));
+    Fixture {
+        ingest: Arc::new(ingest),
+        store,
+        embedder,
+        clock,
+        index,
+        semantic,
+        files,
+        source,
+        lease,
+        _dir: dir,
+    }
+}
+
+impl Fixture {
+    async fn upload(&self, name: &str, text: &str) {
+        let mut staged = self.ingest.stage().await.unwrap();
+        staged.write(text.as_bytes()).await.unwrap();
+        let upload = Upload {
+            name: name.into(),
+            content_type: Some("text/plain".into()),
+            staged: staged.finish().await.unwrap(),
+        };
+        self.ingest
+            .accept(&SourceScope::All, self.source, upload)
+            .await
+            .unwrap();
+    }
+
+    async fn document(&self, name: &str) -> DocumentRecord {
+        self.store
+            .list_documents(&SourceScope::All, self.source)
+            .await
+            .unwrap()
+            .unwrap()
+            .into_iter()
+            .find(|d| d.name == name)
+            .unwrap()
+    }
+
+    /// Waits (at most ten seconds) until the embedder has been called `calls` times.
+    async fn wait_for_calls(&self, calls: usize) {
+        for _ in 0..1000 {
+            if self.embedder.calls.load(Ordering::SeqCst) >= calls {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the embedder was not called {calls} times");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_document_that_outlasts_its_lease_is_processed_once() {
+    let f = fixture(chrono::Duration::milliseconds(300), Duration::from_secs(30)).await;
+    f.upload("slow.txt", &format!("A long document. {SLOW}"))
+        .await;
+    let ingest = Arc::clone(&f.ingest);
+    let first = tokio::spawn(async move { ingest.process_next("w1").await });
+    f.wait_for_calls(1).await;
+
+    // The clock passes the first lease many times over while the embedder works; each step
+    // is shorter than a lease and followed by at least one renewal (every third of a lease,
+    // 100 ms), so no other worker can take the job over.
+    for _ in 0..5 {
+        f.clock.advance(chrono::Duration::milliseconds(200));
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let now = f.clock.now();
+        let other = f.store.claim_job("w2", now, now + f.lease).await.unwrap();
+        assert!(other.is_none(), "another worker took the job while it ran");
+    }
+    f.embedder.gate.add_permits(1);
+    assert!(first.await.unwrap().unwrap());
+    let doc = f.document("slow.txt").await;
+    assert_eq!(doc.status, DocumentStatus::Ready, "{:?}", doc.error);
+    assert_eq!(f.embedder.calls.load(Ordering::SeqCst), 1, "embedded once");
+}
+
+#[tokio::test]
+async fn embedding_beyond_its_time_budget_fails_the_document() {
+    let f = fixture(chrono::Duration::seconds(60), Duration::from_millis(200)).await;
+    f.upload("slow.txt", &format!("Never embedded in time. {SLOW}"))
+        .await;
+    // The gate never opens: only the budget ends the work.
+    let processed = tokio::time::timeout(Duration::from_secs(10), f.ingest.process_next("w"))
+        .await
+        .expect("the time budget did not stop the work");
+    assert!(processed.unwrap());
+    let doc = f.document("slow.txt").await;
+    assert_eq!(doc.status, DocumentStatus::Failed);
+    let error = doc.error.unwrap();
+    assert!(error.contains("time budget"), "{error}");
+    assert_eq!(f.store.pending_job_count().await.unwrap(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_after_parsing_fails_its_document_and_the_worker_goes_on() {
+    let f = fixture(chrono::Duration::seconds(60), Duration::from_secs(30)).await;
+    f.upload(
+        "boom.txt",
+        &format!("This one breaks the embedder. {PANIC}"),
+    )
+    .await;
+    f.upload("fine.txt", "This one is embedded as usual.").await;
+    // One worker: it must survive the first document to process the second.
+    let runner = JobRunner::start(
+        Arc::clone(&f.ingest),
+        WorkerSettings {
+            node: "test-node".into(),
+            workers: 1,
+            poll_interval: Duration::from_millis(20),
+        },
+    );
+    let mut settled = false;
+    for _ in 0..500 {
+        if f.store.pending_job_count().await.unwrap() == 0 {
+            settled = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    runner.shutdown(Duration::from_secs(5)).await;
+    assert!(settled, "the worker stopped after the panic");
+    let boom = f.document("boom.txt").await;
+    assert_eq!(boom.status, DocumentStatus::Failed);
+    let error = boom.error.unwrap();
+    assert!(
+        error.starts_with("processing panicked: the test embedder was asked to panic"),
+        "{error}"
+    );
+    let fine = f.document("fine.txt").await;
+    assert_eq!(fine.status, DocumentStatus::Ready, "{:?}", fine.error);
+}
+
+#[tokio::test]
+async fn what_a_crashed_deletion_left_is_removed_at_start() {
+    let f = fixture(chrono::Duration::seconds(60), Duration::from_secs(30)).await;
+    f.upload("kept.txt", "This document stays.").await;
+    f.upload("gone.txt", "This document is deleted.").await;
+    assert!(f.ingest.process_next("w").await.unwrap());
+    assert!(f.ingest.process_next("w").await.unwrap());
+    let (kept, gone) = (
+        f.document("kept.txt").await.id,
+        f.document("gone.txt").await.id,
+    );
+    // The row goes, then the process dies before the entries and the original follow.
+    f.store
+        .delete_document(&SourceScope::All, f.source, gone)
+        .await
+        .unwrap()
+        .unwrap();
+    let mut indexed = f.index.document_ids().unwrap();
+    indexed.sort_by_key(ToString::to_string);
+    let mut both = vec![kept, gone];
+    both.sort_by_key(ToString::to_string);
+    assert_eq!(indexed, both);
+
+    assert_eq!(f.ingest.remove_orphans(true).await.unwrap(), (1, 1));
+    assert_eq!(f.index.document_ids().unwrap(), vec![kept]);
+    assert_eq!(f.semantic.vectors().document_ids(), vec![kept]);
+    assert_eq!(
+        quire_files::OriginalStore::list(&*f.files).await.unwrap(),
+        vec![kept]
+    );
+    assert_eq!(f.ingest.remove_orphans(true).await.unwrap(), (0, 0));
+}
