@@ -16,6 +16,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (4, include_str!("schema_v4.sql")),
     (5, include_str!("schema_v5.sql")),
     (6, include_str!("schema_v6.sql")),
+    (7, include_str!("schema_v7.sql")),
 ];
 
 pub(super) async fn run(pool: &SqlitePool) -> StoreResult<()> {
