@@ -87,7 +87,8 @@ uuid_id!(
     WebhookId
 );
 uuid_id!(
-    /// Identifies one event recorded for one webhook: the unit delivered at most once.
+    /// Identifies one event recorded for one webhook, sent as `webhook-id`: the same on every
+    /// attempt, so receivers can drop a repeat.
     EventId
 );
 

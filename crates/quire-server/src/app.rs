@@ -179,9 +179,11 @@ impl App {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
         // On the embedded store this process owns the data directory (the index lock proves
-        // it), so any job still marked running belongs to a process that died: put it back in
-        // the queue. On a shared store only this node's own jobs are (its previous run is
-        // gone, the same lock proves it); other nodes' come back only through expired leases.
+        // it), so any job still marked running, and any outbox claim, belongs to a process that
+        // died: put those jobs back in the queue and release those claims (their events are
+        // attempted again, with the same webhook-id). On a shared store only this node's own
+        // jobs and claims are taken back (its previous run is gone, the same lock proves it);
+        // other nodes' come back only when their leases run out.
         let node = node_id(&self.config.data_dir)?;
         let prefix = format!("{node}:");
         let owner = (!self.owns_its_jobs).then_some(prefix.as_str());
@@ -194,6 +196,13 @@ impl App {
             tracing::info!(
                 jobs = requeued,
                 "resuming jobs interrupted by the last shutdown"
+            );
+        }
+        let released = self.state.store.release_delivery_claims(owner).await?;
+        if released > 0 {
+            tracing::info!(
+                deliveries = released,
+                "attempting again webhook deliveries the last run claimed but never logged"
             );
         }
         // A deletion interrupted by a crash leaves index entries, vectors and the original of
@@ -240,19 +249,18 @@ impl App {
             Arc::clone(&self.state.clock),
         ));
         let webhooks = &self.config.webhooks;
-        let dispatcher = tokio::spawn(
-            quire_webhooks::Dispatcher::new(
-                Arc::clone(&self.state.store),
-                Arc::clone(&self.state.clock),
-                quire_webhooks::DispatchSettings {
-                    allow_private_targets: webhooks.allow_private_targets,
-                    timeout: Duration::from_secs(webhooks.timeout_seconds),
-                    concurrency: webhooks.concurrency,
-                    ..Default::default()
-                },
-            )
-            .run(),
-        );
+        let dispatcher = quire_webhooks::Dispatcher::new(
+            Arc::clone(&self.state.store),
+            Arc::clone(&self.state.clock),
+            quire_webhooks::DispatchSettings {
+                allow_private_targets: webhooks.allow_private_targets,
+                timeout: Duration::from_secs(webhooks.timeout_seconds),
+                concurrency: webhooks.concurrency,
+                node: node.clone(),
+                ..Default::default()
+            },
+        )
+        .start();
 
         let router = self.router();
         // Without TCP_NODELAY, Nagle's algorithm holds each small SSE event until the client
@@ -272,15 +280,20 @@ impl App {
         .await
         .context("HTTP server failed");
         housekeeping.abort();
-        dispatcher.abort();
         if let Some(backfill) = backfill {
             backfill.abort();
         }
-        if let Some(runner) = runner {
-            runner
-                .shutdown(Duration::from_secs(workers.shutdown_grace_seconds))
-                .await;
-        }
+        // The dispatcher stops claiming and waits for the deliveries in flight (at most the
+        // delivery timeout, then 5 s for logging) while the workers finish their jobs; events
+        // those jobs write stay in the outbox for the next start.
+        let workers_stopped = async {
+            if let Some(runner) = runner {
+                runner
+                    .shutdown(Duration::from_secs(workers.shutdown_grace_seconds))
+                    .await;
+            }
+        };
+        tokio::join!(dispatcher.shutdown(), workers_stopped);
         let store = Arc::clone(&self.state.store);
         drop(self.state);
         store.close().await;

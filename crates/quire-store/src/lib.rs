@@ -244,14 +244,29 @@ pub trait Store: Send + Sync + 'static {
         extra: serde_json::Value,
         now: DateTime<Utc>,
     ) -> StoreResult<u64>;
-    /// Takes up to `limit` pending outbox rows, oldest first, marking them claimed in the same
-    /// statement, and returns them with their webhooks. A claimed row is never returned again,
-    /// to this or any other process, before or after a restart: each event is attempted at
-    /// most once.
-    async fn claim_deliveries(&self, limit: u32) -> StoreResult<Vec<PendingDelivery>>;
+    /// Takes up to `limit` outbox rows that nobody holds a claim on at `now` (never claimed,
+    /// released, or claimed until before `now`), oldest first, claims them for `claimer` until
+    /// `claim_until` in the same statement, and returns them with their webhooks. While a claim
+    /// lasts no other call returns the row, in this or any other process or node; once it has
+    /// run out (its claimer died between claiming and logging the attempt) the row is returned
+    /// again, with the same event id. [`Store::record_delivery`] removes the row for good.
+    async fn claim_deliveries(
+        &self,
+        claimer: &str,
+        now: DateTime<Utc>,
+        claim_until: DateTime<Utc>,
+        limit: u32,
+    ) -> StoreResult<Vec<PendingDelivery>>;
+    /// Ends the claims of every claimer whose name starts with `claimer_prefix` (every claim:
+    /// `None`), so those rows can be claimed again at once; returns how many. For claimers
+    /// known to be gone: every claim when the only process that dispatches starts, a
+    /// restarting node's own (its claimers' names start with its node id), and a stopping
+    /// dispatcher's own claims on the deliveries it cut short.
+    async fn release_delivery_claims(&self, claimer_prefix: Option<&str>) -> StoreResult<u64>;
     /// Appends an attempt to its webhook's delivery log, keeping the newest
-    /// [`DELIVERY_LOG_LIMIT`], and forgets the attempt's claimed outbox row. An attempt for a
-    /// webhook deleted meanwhile is dropped.
+    /// [`DELIVERY_LOG_LIMIT`], and removes the event's outbox row in the same transaction, so a
+    /// logged attempt is never claimed again. An attempt for a webhook deleted meanwhile is
+    /// dropped.
     async fn record_delivery(&self, attempt: NewDeliveryAttempt) -> StoreResult<()>;
     /// Up to `limit` logged attempts of one webhook, newest first.
     async fn deliveries(
@@ -259,8 +274,8 @@ pub trait Store: Send + Sync + 'static {
         webhook_id: WebhookId,
         limit: u32,
     ) -> StoreResult<Vec<DeliveryAttempt>>;
-    /// Number of outbox rows not claimed yet.
-    async fn pending_deliveries_count(&self) -> StoreResult<u64>;
+    /// Number of outbox rows [`Store::claim_deliveries`] could take at `now`.
+    async fn pending_deliveries_count(&self, now: DateTime<Utc>) -> StoreResult<u64>;
 
     // --- personal-data review ---
 

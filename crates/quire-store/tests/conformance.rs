@@ -31,11 +31,12 @@ use admin::{audit_log_is_newest_first, dashboard_counts, password_and_sessions};
 use harness::TestDb;
 use reviews::a_decision_replaces_the_findings_and_the_name;
 use webhooks::{
+    a_claimed_delivery_comes_back_when_its_claim_runs_out, a_logged_delivery_never_comes_back,
     deleting_a_webhook_drops_its_events_and_log,
     deliveries_are_claimed_once_across_handles_and_restarts,
     delivery_log_is_bounded_and_newest_first, failing_a_document_writes_its_error,
     finishing_a_document_writes_one_event_per_subscriber, pii_events_carry_the_given_fields,
-    webhooks_are_registered_listed_and_deleted,
+    released_claims_are_claimable_at_once, webhooks_are_registered_listed_and_deleted,
 };
 
 conformance! {
@@ -61,6 +62,8 @@ conformance! {
         deleting_a_webhook_drops_its_events_and_log,
         pii_events_carry_the_given_fields,
         a_decision_replaces_the_findings_and_the_name,
+        a_logged_delivery_never_comes_back,
+        released_claims_are_claimable_at_once,
         password_and_sessions,
         audit_log_is_newest_first,
         dashboard_counts,
@@ -71,6 +74,7 @@ conformance! {
         first_opens_at_once_agree_on_the_schema,
         reopening_keeps_data_and_skips_applied_migrations,
         deliveries_are_claimed_once_across_handles_and_restarts,
+        a_claimed_delivery_comes_back_when_its_claim_runs_out,
         jobs_are_claimed_once_across_handles,
         a_queued_job_wakes_waiting_workers,
     ],

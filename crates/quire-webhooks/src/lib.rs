@@ -8,6 +8,6 @@ pub mod signing;
 pub mod target;
 
 pub use deliver::{DEFAULT_TIMEOUT, Delivery, Outcome, client, deliver};
-pub use dispatch::{DispatchSettings, Dispatcher};
+pub use dispatch::{DispatchSettings, Dispatcher, RunningDispatcher};
 pub use signing::{SecretError, SignatureHeaders, headers, new_secret, sign};
 pub use target::{InternalAddress, TargetError, check_url, resolve_and_check};

@@ -10,7 +10,8 @@ pub struct WebhooksConfig {
     /// Allow targets on loopback, private, link-local and other internal addresses (refused
     /// by default, at registration and again at each delivery).
     pub allow_private_targets: bool,
-    /// Longest wait for a receiver's answer, in seconds (the spec's 10).
+    /// Longest wait for a receiver's answer, in seconds (the spec's 10). Also sets how long an
+    /// event stays claimed (twice this plus 30 s) and how long shutdown waits for deliveries.
     pub timeout_seconds: u64,
     /// Deliveries in flight at once.
     pub concurrency: usize,

@@ -8,7 +8,10 @@ use sqlx::{Connection, PgConnection};
 
 use crate::StoreResult;
 
-const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("schema_v1.sql"))];
+const MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("schema_v1.sql")),
+    (2, include_str!("schema_v2.sql")),
+];
 
 /// The advisory lock's key: any constant no other application on the database uses
 /// (the bytes of "quire-mg").

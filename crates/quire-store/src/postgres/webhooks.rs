@@ -1,8 +1,10 @@
 //! Webhooks, their transactional outbox and their delivery log. An event is written to the
 //! outbox by the same transaction that changes the document, one row per subscribed webhook,
-//! so a crash can never lose it; dispatchers on any node claim rows with
-//! `FOR UPDATE SKIP LOCKED`, and a claimed row is never handed out again, so each
-//! (webhook, event) is attempted at most once, across nodes and restarts.
+//! so a crash can never lose it. Dispatchers on any node claim rows for a while (a lease) with
+//! `FOR UPDATE SKIP LOCKED`, so one node holds a row at a time; logging the attempt deletes
+//! the row, and a row whose claim ran out (its node died before logging) is claimed again with
+//! the same event id. Each (webhook, event) is attempted once unless a node dies between
+//! claiming and logging.
 
 use chrono::{DateTime, Utc};
 use quire_core::{DocumentId, EventId, WebhookEvent, WebhookId, webhook};
@@ -228,25 +230,44 @@ fn event_field(event: WebhookEvent) -> Option<&'static str> {
     }
 }
 
-pub(super) async fn claim(pool: &PgPool, limit: u32) -> StoreResult<Vec<PendingDelivery>> {
+/// Who claims outbox rows, at what time, and until when.
+pub(super) struct Claim<'a> {
+    pub(super) claimer: &'a str,
+    pub(super) now: DateTime<Utc>,
+    pub(super) until: DateTime<Utc>,
+}
+
+/// Rows a dispatcher may take at `$1`: never claimed, released, or claimed until before then.
+const CLAIMABLE: &str = "(claimed_until IS NULL OR claimed_until < $1)";
+
+pub(super) async fn claim(
+    pool: &PgPool,
+    claim: &Claim<'_>,
+    limit: u32,
+) -> StoreResult<Vec<PendingDelivery>> {
     if limit == 0 {
         return Ok(Vec::new());
     }
-    // One statement picks, locks and marks the rows; SKIP LOCKED lets dispatchers on other
-    // nodes take the next rows instead of waiting for these, and never the same ones.
-    let rows = sqlx::query(
+    // One statement picks, locks and claims the rows; SKIP LOCKED lets dispatchers on other
+    // nodes take the next rows instead of waiting for these, and never the same ones (a row
+    // another claimer committed meanwhile is checked again against the condition, and fails
+    // it).
+    let rows = sqlx::query(&format!(
         "WITH claimed AS (
-             UPDATE webhook_outbox o SET claimed_at = now()
-             FROM (SELECT seq FROM webhook_outbox WHERE claimed_at IS NULL
-                   ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED) pick
+             UPDATE webhook_outbox o SET claimed_by = $2, claimed_until = $3
+             FROM (SELECT seq FROM webhook_outbox WHERE {CLAIMABLE}
+                   ORDER BY seq LIMIT $4 FOR UPDATE SKIP LOCKED) pick
              WHERE o.seq = pick.seq
              RETURNING o.seq, o.event_id, o.webhook_id, o.event, o.body, o.created_at)
          SELECT c.seq, c.event_id, c.event, c.body, c.created_at,
                 w.id AS webhook_id, w.url AS webhook_url, w.events AS webhook_events,
                 w.secret AS webhook_secret, w.created_at AS webhook_created_at
          FROM claimed c JOIN webhooks w ON w.id = c.webhook_id
-         ORDER BY c.seq",
-    )
+         ORDER BY c.seq"
+    ))
+    .bind(claim.now)
+    .bind(claim.claimer)
+    .bind(claim.until)
     .bind(i64::from(limit))
     .fetch_all(pool)
     .await?;
@@ -301,9 +322,9 @@ pub(super) async fn record(pool: &PgPool, attempt: NewDeliveryAttempt) -> StoreR
     .bind(i64::from(DELIVERY_LOG_LIMIT))
     .execute(&mut *tx)
     .await?;
-    // The attempt is logged, so its claimed outbox row has served its purpose. Rows claimed
-    // but never recorded (the dispatcher died mid-request) stay, as evidence.
-    sqlx::query("DELETE FROM webhook_outbox WHERE event_id = $1 AND claimed_at IS NOT NULL")
+    // The attempt is logged, so the event's outbox row has served its purpose: it is never
+    // claimed again, whoever holds its claim now.
+    sqlx::query("DELETE FROM webhook_outbox WHERE event_id = $1")
         .bind(attempt.event_id.0)
         .execute(&mut *tx)
         .await?;
@@ -329,10 +350,26 @@ pub(super) async fn deliveries(
     .collect()
 }
 
-pub(super) async fn pending_count(pool: &PgPool) -> StoreResult<u64> {
-    let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM webhook_outbox WHERE claimed_at IS NULL")
-        .fetch_one(pool)
-        .await?;
+pub(super) async fn release(pool: &PgPool, claimer: Option<&str>) -> StoreResult<u64> {
+    let released = sqlx::query(
+        "UPDATE webhook_outbox SET claimed_by = NULL, claimed_until = NULL
+         WHERE claimed_until IS NOT NULL
+           AND ($1::TEXT IS NULL OR left(claimed_by, length($1::TEXT)) = $1::TEXT)",
+    )
+    .bind(claimer)
+    .execute(pool)
+    .await?
+    .rows_affected();
+    Ok(released)
+}
+
+pub(super) async fn pending_count(pool: &PgPool, now: DateTime<Utc>) -> StoreResult<u64> {
+    let n: i64 = sqlx::query_scalar(&format!(
+        "SELECT COUNT(*) FROM webhook_outbox WHERE {CLAIMABLE}"
+    ))
+    .bind(now)
+    .fetch_one(pool)
+    .await?;
     Ok(codec::count(n))
 }
 

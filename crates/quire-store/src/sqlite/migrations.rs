@@ -16,6 +16,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (4, include_str!("schema_v4.sql")),
     (5, include_str!("schema_v5.sql")),
     (6, include_str!("schema_v6.sql")),
+    (7, include_str!("schema_v7.sql")),
 ];
 
 pub(super) async fn run(pool: &SqlitePool) -> StoreResult<()> {
@@ -43,4 +44,68 @@ pub(super) async fn run(pool: &SqlitePool) -> StoreResult<()> {
         tracing::info!(version, "applied database migration");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use sqlx::Row;
+    use sqlx::sqlite::SqlitePoolOptions;
+
+    use super::MIGRATIONS;
+
+    /// Rows claimed under the old rule (v4 to v6: a claim was forever) and never logged come
+    /// out of v7 as claims that have run out, so they are attempted again; unclaimed rows stay
+    /// unclaimed.
+    #[tokio::test]
+    async fn v7_turns_old_claims_into_expired_ones() {
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect("sqlite::memory:")
+            .await
+            .unwrap();
+        let (before, after): (Vec<_>, Vec<_>) = MIGRATIONS.iter().partition(|(v, _)| *v < 7);
+        for (_, sql) in before {
+            sqlx::raw_sql(sql).execute(&pool).await.unwrap();
+        }
+        sqlx::raw_sql(
+            "INSERT INTO webhooks (id, url, events, secret, created_at)
+                 VALUES ('w', 'https://h.example', '[\"document.ready\"]', 's', 0);
+             INSERT INTO webhook_outbox (event_id, webhook_id, event, body, created_at, claimed_at)
+                 VALUES ('lost', 'w', 'document.ready', '{}', 1, 1000),
+                        ('waiting', 'w', 'document.ready', '{}', 2, NULL);",
+        )
+        .execute(&pool)
+        .await
+        .unwrap();
+        for (_, sql) in after {
+            sqlx::raw_sql(sql).execute(&pool).await.unwrap();
+        }
+        let rows = sqlx::query(
+            "SELECT event_id, claimed_by, claimed_until FROM webhook_outbox ORDER BY seq",
+        )
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+        let rows: Vec<(String, Option<String>, Option<i64>)> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r.get("event_id"),
+                    r.get("claimed_by"),
+                    r.get("claimed_until"),
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (
+                    "lost".to_owned(),
+                    Some("before-schema-v7".to_owned()),
+                    Some(1000)
+                ),
+                ("waiting".to_owned(), None, None),
+            ]
+        );
+    }
 }

@@ -291,8 +291,23 @@ impl Store for SqliteStore {
         webhooks::enqueue_standalone(&self.pool, document_id, event, extra, now).await
     }
 
-    async fn claim_deliveries(&self, limit: u32) -> StoreResult<Vec<PendingDelivery>> {
-        webhooks::claim(&self.pool, limit).await
+    async fn claim_deliveries(
+        &self,
+        claimer: &str,
+        now: DateTime<Utc>,
+        claim_until: DateTime<Utc>,
+        limit: u32,
+    ) -> StoreResult<Vec<PendingDelivery>> {
+        let claim = webhooks::Claim {
+            claimer,
+            now,
+            until: claim_until,
+        };
+        webhooks::claim(&self.pool, &claim, limit).await
+    }
+
+    async fn release_delivery_claims(&self, claimer: Option<&str>) -> StoreResult<u64> {
+        webhooks::release(&self.pool, claimer).await
     }
 
     async fn record_delivery(&self, attempt: NewDeliveryAttempt) -> StoreResult<()> {
@@ -307,8 +322,8 @@ impl Store for SqliteStore {
         webhooks::deliveries(&self.pool, webhook_id, limit).await
     }
 
-    async fn pending_deliveries_count(&self) -> StoreResult<u64> {
-        webhooks::pending_count(&self.pool).await
+    async fn pending_deliveries_count(&self, now: DateTime<Utc>) -> StoreResult<u64> {
+        webhooks::pending_count(&self.pool, now).await
     }
 
     async fn hold_document(

@@ -1,8 +1,9 @@
 //! Webhooks, their transactional outbox and their delivery log. An event is written to the
 //! outbox by the same transaction that changes the document, one row per subscribed webhook,
-//! so a crash can never lose it; a dispatcher claims rows, and a claimed row is never handed
-//! out again, so each (webhook, event) is attempted at most once, across processes and
-//! restarts.
+//! so a crash can never lose it. A dispatcher claims rows for a while (a lease); logging the
+//! attempt deletes the row, and a row whose claim ran out (the dispatcher died before logging)
+//! is claimed again with the same event id. Each (webhook, event) is attempted once unless a
+//! dispatcher dies between claiming and logging.
 
 use std::collections::HashMap;
 
@@ -223,30 +224,48 @@ fn event_field(event: WebhookEvent) -> Option<&'static str> {
     }
 }
 
-pub(super) async fn claim(pool: &SqlitePool, limit: u32) -> StoreResult<Vec<PendingDelivery>> {
+/// Who claims outbox rows, at what time, and until when.
+pub(super) struct Claim<'a> {
+    pub(super) claimer: &'a str,
+    pub(super) now: DateTime<Utc>,
+    pub(super) until: DateTime<Utc>,
+}
+
+/// Rows a dispatcher may take at `?1`: never claimed, released, or claimed until before then.
+const CLAIMABLE: &str = "(claimed_until IS NULL OR claimed_until < ?1)";
+
+pub(super) async fn claim(
+    pool: &SqlitePool,
+    claim: &Claim<'_>,
+    limit: u32,
+) -> StoreResult<Vec<PendingDelivery>> {
     if limit == 0 {
         return Ok(Vec::new());
     }
+    let now = codec::millis(claim.now);
     // Idle dispatchers poll often; a read first keeps them from taking the write lock for
     // nothing.
-    let pending = sqlx::query("SELECT 1 FROM webhook_outbox WHERE claimed_at IS NULL LIMIT 1")
-        .fetch_optional(pool)
-        .await?;
+    let pending = sqlx::query(&format!(
+        "SELECT 1 FROM webhook_outbox WHERE {CLAIMABLE} LIMIT 1"
+    ))
+    .bind(now)
+    .fetch_optional(pool)
+    .await?;
     if pending.is_none() {
         return Ok(Vec::new());
     }
     let mut tx = pool.begin().await?;
-    // One statement picks and marks the rows under the write lock: no other claimer can see
-    // them unclaimed.
-    let claimed = sqlx::query(
-        "UPDATE webhook_outbox SET claimed_at = ?1
+    // One statement picks and claims the rows under the write lock: no other claimer can see
+    // them claimable until the claim runs out.
+    let claimed = sqlx::query(&format!(
+        "UPDATE webhook_outbox SET claimed_by = ?2, claimed_until = ?3
          WHERE seq IN (
-             SELECT seq FROM webhook_outbox WHERE claimed_at IS NULL ORDER BY seq LIMIT ?2)
-         RETURNING seq, event_id, webhook_id, event, body, created_at",
-    )
-    // claimed_at is only read by people looking into lost deliveries, never compared, so the
-    // wall clock is good enough.
-    .bind(codec::millis(Utc::now()))
+             SELECT seq FROM webhook_outbox WHERE {CLAIMABLE} ORDER BY seq LIMIT ?4)
+         RETURNING seq, event_id, webhook_id, event, body, created_at"
+    ))
+    .bind(now)
+    .bind(claim.claimer)
+    .bind(codec::millis(claim.until))
     .bind(i64::from(limit))
     .fetch_all(&mut *tx)
     .await?;
@@ -329,9 +348,9 @@ pub(super) async fn record(pool: &SqlitePool, attempt: NewDeliveryAttempt) -> St
     .bind(i64::from(DELIVERY_LOG_LIMIT))
     .execute(&mut *tx)
     .await?;
-    // The attempt is logged, so its claimed outbox row has served its purpose. Rows claimed
-    // but never recorded (the dispatcher died mid-request) stay, as evidence.
-    sqlx::query("DELETE FROM webhook_outbox WHERE event_id = ? AND claimed_at IS NOT NULL")
+    // The attempt is logged, so the event's outbox row has served its purpose: it is never
+    // claimed again, whoever holds its claim now.
+    sqlx::query("DELETE FROM webhook_outbox WHERE event_id = ?")
         .bind(&event_id)
         .execute(&mut *tx)
         .await?;
@@ -357,10 +376,26 @@ pub(super) async fn deliveries(
     .collect()
 }
 
-pub(super) async fn pending_count(pool: &SqlitePool) -> StoreResult<u64> {
-    let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM webhook_outbox WHERE claimed_at IS NULL")
-        .fetch_one(pool)
-        .await?;
+pub(super) async fn release(pool: &SqlitePool, claimer: Option<&str>) -> StoreResult<u64> {
+    let released = sqlx::query(
+        "UPDATE webhook_outbox SET claimed_by = NULL, claimed_until = NULL
+         WHERE claimed_until IS NOT NULL
+           AND (?1 IS NULL OR substr(claimed_by, 1, length(?1)) = ?1)",
+    )
+    .bind(claimer)
+    .execute(pool)
+    .await?
+    .rows_affected();
+    Ok(released)
+}
+
+pub(super) async fn pending_count(pool: &SqlitePool, now: DateTime<Utc>) -> StoreResult<u64> {
+    let n: i64 = sqlx::query_scalar(&format!(
+        "SELECT COUNT(*) FROM webhook_outbox WHERE {CLAIMABLE}"
+    ))
+    .bind(codec::millis(now))
+    .fetch_one(pool)
+    .await?;
     Ok(codec::count(n))
 }
 

@@ -1,5 +1,6 @@
 //! The webhook stories: registration, the outbox written with each document status change,
-//! claims that hand every event out once, and the bounded delivery log.
+//! claims that are leases (one claimer at a time; a claim that runs out hands the same event
+//! out again; a logged attempt never comes back), and the bounded delivery log.
 
 use std::collections::HashSet;
 
@@ -36,6 +37,37 @@ async fn finish_next(store: &dyn Store, expected: DocumentId, n: u32, at: DateTi
         .unwrap();
     assert_eq!(job.document_id, expected);
     store.finish_document(&job, chunks(n), at).await.unwrap();
+}
+
+/// Claims up to `limit` deliveries for `claimer` at `at`, for one minute.
+async fn claim_at(
+    store: &dyn Store,
+    claimer: &str,
+    at: DateTime<Utc>,
+    limit: u32,
+) -> Vec<PendingDelivery> {
+    store
+        .claim_deliveries(claimer, at, at + Duration::minutes(1), limit)
+        .await
+        .unwrap()
+}
+
+/// [`claim_at`] at [`t0`] for a dispatcher "d".
+async fn claim(store: &dyn Store, limit: u32) -> Vec<PendingDelivery> {
+    claim_at(store, "d", t0(), limit).await
+}
+
+/// The attempt a dispatcher logs for `delivery`.
+fn attempted(delivery: &PendingDelivery, at: DateTime<Utc>) -> NewDeliveryAttempt {
+    NewDeliveryAttempt {
+        event_id: delivery.event_id,
+        webhook_id: delivery.webhook.id,
+        event: delivery.event,
+        attempted_at: at,
+        status_code: Some(204),
+        error: None,
+        latency_ms: 3,
+    }
 }
 
 fn body(delivery: &PendingDelivery) -> Value {
@@ -118,7 +150,7 @@ pub(super) async fn finishing_a_document_writes_one_event_per_subscriber(store: 
     // Without webhooks nothing is written.
     let quiet = document(store, s, "quiet.txt").await;
     finish_next(store, quiet, 1, t0()).await;
-    assert_eq!(store.pending_deliveries_count().await.unwrap(), 0);
+    assert_eq!(store.pending_deliveries_count(t0()).await.unwrap(), 0);
 
     let ready = webhook(store, "https://ready.example", &[DocumentReady]).await;
     let both = webhook(
@@ -133,9 +165,9 @@ pub(super) async fn finishing_a_document_writes_one_event_per_subscriber(store: 
     let doc = document(store, s, "guide.pdf").await;
     let at = t0() + Duration::milliseconds(90_250);
     finish_next(store, doc, 3, at).await;
-    assert_eq!(store.pending_deliveries_count().await.unwrap(), 2);
+    assert_eq!(store.pending_deliveries_count(t0()).await.unwrap(), 2);
 
-    let claimed = store.claim_deliveries(10).await.unwrap();
+    let claimed = claim(store, 10).await;
     let hooks: HashSet<WebhookId> = claimed.iter().map(|d| d.webhook.id).collect();
     assert_eq!(hooks, HashSet::from([ready.id, both.id]));
     assert!(!hooks.contains(&failed.id) && !hooks.contains(&pii.id));
@@ -166,7 +198,7 @@ pub(super) async fn finishing_a_document_writes_one_event_per_subscriber(store: 
             })
         );
     }
-    assert_eq!(store.pending_deliveries_count().await.unwrap(), 0);
+    assert_eq!(store.pending_deliveries_count(t0()).await.unwrap(), 0);
 }
 
 pub(super) async fn failing_a_document_writes_its_error(store: &dyn Store) {
@@ -185,7 +217,7 @@ pub(super) async fn failing_a_document_writes_its_error(store: &dyn Store) {
         .await
         .unwrap();
 
-    let claimed = store.claim_deliveries(10).await.unwrap();
+    let claimed = claim(store, 10).await;
     assert_eq!(claimed.len(), 1, "{claimed:?}");
     assert_eq!(claimed[0].webhook.id, failed.id);
     assert_ne!(claimed[0].webhook.id, ready.id);
@@ -218,10 +250,10 @@ pub(super) async fn deliveries_are_claimed_once_across_handles_and_restarts(db: 
         finish_next(&*first, doc, 1, t0()).await;
         docs.push(doc.to_string());
     }
-    assert_eq!(first.pending_deliveries_count().await.unwrap(), 3);
-    assert!(first.claim_deliveries(0).await.unwrap().is_empty());
+    assert_eq!(first.pending_deliveries_count(t0()).await.unwrap(), 3);
+    assert!(claim(&*first, 0).await.is_empty());
 
-    let claimed = first.claim_deliveries(2).await.unwrap();
+    let claimed = claim(&*first, 2).await;
     assert_eq!(
         claimed.iter().map(document_of).collect::<Vec<_>>(),
         docs[..2],
@@ -230,17 +262,18 @@ pub(super) async fn deliveries_are_claimed_once_across_handles_and_restarts(db: 
     assert!(claimed.iter().all(|d| d.webhook == hook));
     drop(first);
 
-    // After a restart the claimed rows stay claimed; the one left is claimable, once.
+    // After a restart the claims still hold; the one row left is claimable, once.
     let restarted = db.open().await;
-    assert_eq!(restarted.pending_deliveries_count().await.unwrap(), 1);
-    let rest = restarted.claim_deliveries(10).await.unwrap();
+    assert_eq!(restarted.pending_deliveries_count(t0()).await.unwrap(), 1);
+    let rest = claim_at(&*restarted, "r", t0(), 10).await;
     assert_eq!(rest.iter().map(document_of).collect::<Vec<_>>(), docs[2..]);
     let other = db.open().await;
-    assert!(other.claim_deliveries(10).await.unwrap().is_empty());
-    assert!(restarted.claim_deliveries(10).await.unwrap().is_empty());
-    assert_eq!(other.pending_deliveries_count().await.unwrap(), 0);
+    assert!(claim_at(&*other, "o", t0(), 10).await.is_empty());
+    assert!(claim_at(&*restarted, "r", t0(), 10).await.is_empty());
+    assert_eq!(other.pending_deliveries_count(t0()).await.unwrap(), 0);
 
-    // Two processes claiming at the same time never get the same event.
+    // Two processes claiming at the same time never get the same event: neither fresh rows
+    // nor rows whose claim ran out.
     let doc = document(&*other, s, "pii.txt").await;
     let pii = webhook(&*other, "https://pii.example", &[DocumentPiiDetected]).await;
     for _ in 0..20 {
@@ -252,21 +285,141 @@ pub(super) async fn deliveries_are_claimed_once_across_handles_and_restarts(db: 
             1
         );
     }
-    let drain = async |store: &dyn Store| {
+    let drain = async |store: &dyn Store, claimer: &str, at: DateTime<Utc>| {
         let mut ids = Vec::new();
         loop {
-            let batch = store.claim_deliveries(3).await.unwrap();
+            let batch = claim_at(store, claimer, at, 3).await;
             if batch.is_empty() {
                 return ids;
             }
-            assert!(batch.iter().all(|d| d.webhook.id == pii.id));
             ids.extend(batch.iter().map(|d| d.event_id));
         }
     };
-    let (a, b) = tokio::join!(drain(&*restarted), drain(&*other));
+    let (a, b) = tokio::join!(drain(&*restarted, "r", t0()), drain(&*other, "o", t0()));
     let all: HashSet<EventId> = a.iter().chain(&b).copied().collect();
     assert_eq!(a.len() + b.len(), 20);
     assert_eq!(all.len(), 20, "no event claimed twice");
+
+    // Every claim ran out (both claimers died): the 23 rows come back, each to one claimer.
+    let later = t0() + Duration::minutes(2);
+    assert_eq!(other.pending_deliveries_count(later).await.unwrap(), 23);
+    let (a, b) = tokio::join!(drain(&*restarted, "r2", later), drain(&*other, "o2", later));
+    let all: HashSet<EventId> = a.iter().chain(&b).copied().collect();
+    assert_eq!(a.len() + b.len(), 23, "{a:?} {b:?}");
+    assert_eq!(all.len(), 23, "no expired claim taken over twice");
+    assert_eq!(pii.events, [DocumentPiiDetected]);
+}
+
+/// A dispatcher that died after claiming (before attempting, or before logging the attempt)
+/// leaves its rows claimed; they come back, with the same event, once the claim has run out.
+pub(super) async fn a_claimed_delivery_comes_back_when_its_claim_runs_out(db: &TestDb) {
+    let crashed = db.open().await;
+    let hook = webhook(&*crashed, "https://hook.example", &[DocumentReady]).await;
+    let s = source(&*crashed, "S").await;
+    let doc = document(&*crashed, s, "a.txt").await;
+    finish_next(&*crashed, doc, 2, t0()).await;
+    let until = t0() + Duration::seconds(50);
+    let taken = crashed
+        .claim_deliveries("dead", t0(), until, 10)
+        .await
+        .unwrap();
+    assert_eq!(taken.len(), 1);
+    drop(crashed);
+
+    let next = db.open().await;
+    for at in [t0() + Duration::seconds(1), until] {
+        assert!(
+            claim_at(&*next, "next", at, 10).await.is_empty(),
+            "claimed until {until}, asked at {at}"
+        );
+        assert_eq!(next.pending_deliveries_count(at).await.unwrap(), 0);
+    }
+    let after = until + Duration::milliseconds(1);
+    assert_eq!(next.pending_deliveries_count(after).await.unwrap(), 1);
+    let again = claim_at(&*next, "next", after, 10).await;
+    assert_eq!(again, taken, "the same event, id, webhook and body");
+    assert_eq!(again[0].webhook, hook);
+    // Claimed anew: held for the new claimer's minute.
+    assert!(claim_at(&*next, "third", after, 10).await.is_empty());
+
+    // Logged: gone for good, whatever time it is.
+    next.record_delivery(attempted(&again[0], after))
+        .await
+        .unwrap();
+    let log = next.deliveries(hook.id, 10).await.unwrap();
+    assert_eq!(log.len(), 1);
+    assert_eq!(log[0].event_id, taken[0].event_id);
+    let much_later = t0() + Duration::days(30);
+    assert!(claim_at(&*next, "later", much_later, 10).await.is_empty());
+    assert_eq!(next.pending_deliveries_count(much_later).await.unwrap(), 0);
+}
+
+/// A late attempt (the claim ran out and another claimer took the row) is logged too; the row
+/// goes with the first attempt logged, and nothing comes back after either.
+pub(super) async fn a_logged_delivery_never_comes_back(store: &dyn Store) {
+    let hook = webhook(store, "https://hook.example", &[DocumentReady]).await;
+    let s = source(store, "S").await;
+    for i in 0..2 {
+        let doc = document(store, s, &format!("{i}.txt")).await;
+        finish_next(store, doc, 1, t0()).await;
+    }
+    let first = claim_at(store, "slow", t0(), 1).await;
+    let later = t0() + Duration::minutes(5);
+    let taken_over = claim_at(store, "fast", later, 1).await;
+    assert_eq!(taken_over, first, "the claim ran out: the oldest row again");
+    store
+        .record_delivery(attempted(&taken_over[0], later))
+        .await
+        .unwrap();
+    store
+        .record_delivery(attempted(&first[0], later))
+        .await
+        .unwrap();
+    assert_eq!(store.deliveries(hook.id, 10).await.unwrap().len(), 2);
+
+    let rest = claim_at(store, "fast", later, 10).await;
+    assert_eq!(rest.len(), 1, "only the other event is left");
+    assert_ne!(rest[0].event_id, first[0].event_id);
+    store
+        .record_delivery(attempted(&rest[0], later))
+        .await
+        .unwrap();
+    let much_later = later + Duration::days(1);
+    assert!(claim_at(store, "any", much_later, 10).await.is_empty());
+    assert_eq!(store.pending_deliveries_count(much_later).await.unwrap(), 0);
+}
+
+/// Releasing claims makes rows claimable at once: those of the claimers whose names start
+/// with a prefix (a dispatcher that cut its deliveries short, a node restarting) or everybody's
+/// (the only dispatching process starting).
+pub(super) async fn released_claims_are_claimable_at_once(store: &dyn Store) {
+    webhook(store, "https://hook.example", &[DocumentReady]).await;
+    let s = source(store, "S").await;
+    for i in 0..3 {
+        let doc = document(store, s, &format!("{i}.txt")).await;
+        finish_next(store, doc, 1, t0()).await;
+    }
+    let a = claim_at(store, "node-a:dispatcher-1", t0(), 1).await;
+    let b = claim_at(store, "node-b:dispatcher-1", t0(), 1).await;
+    assert_eq!((a.len(), b.len()), (1, 1));
+    assert_eq!(
+        store.release_delivery_claims(Some("nobody")).await.unwrap(),
+        0
+    );
+    assert_eq!(
+        store
+            .release_delivery_claims(Some("node-a:"))
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(store.pending_deliveries_count(t0()).await.unwrap(), 2);
+    let again = claim_at(store, "c", t0(), 10).await;
+    assert_eq!(again.len(), 2);
+    assert_eq!(again[0], a[0], "oldest first, same event");
+    assert_eq!(store.release_delivery_claims(None).await.unwrap(), 3);
+    assert_eq!(store.release_delivery_claims(None).await.unwrap(), 0);
+    assert_eq!(claim_at(store, "d", t0(), 10).await.len(), 3);
 }
 
 pub(super) async fn delivery_log_is_bounded_and_newest_first(store: &dyn Store) {
@@ -345,8 +498,8 @@ pub(super) async fn deleting_a_webhook_drops_its_events_and_log(store: &dyn Stor
         2
     );
     assert!(store.delete_webhook(gone.id).await.unwrap());
-    assert_eq!(store.pending_deliveries_count().await.unwrap(), 1);
-    let claimed = store.claim_deliveries(10).await.unwrap();
+    assert_eq!(store.pending_deliveries_count(t0()).await.unwrap(), 1);
+    let claimed = claim(store, 10).await;
     assert_eq!(
         claimed.iter().map(|d| d.webhook.id).collect::<Vec<_>>(),
         [kept.id]
@@ -379,7 +532,7 @@ pub(super) async fn pii_events_carry_the_given_fields(store: &dyn Store) {
         .await
         .unwrap();
     assert_eq!(written, 1);
-    let claimed = store.claim_deliveries(10).await.unwrap();
+    let claimed = claim(store, 10).await;
     assert_eq!(claimed.len(), 1);
     assert_eq!(
         (claimed[0].webhook.id, claimed[0].event),
@@ -415,7 +568,7 @@ pub(super) async fn pii_events_carry_the_given_fields(store: &dyn Store) {
         "{unknown:?}"
     );
     assert_eq!(
-        store.pending_deliveries_count().await.unwrap(),
+        store.pending_deliveries_count(t0()).await.unwrap(),
         0,
         "nothing half-written"
     );

@@ -1,4 +1,5 @@
 //! Integration tests of quire-webhooks: one test binary, one module per concern.
 
 mod delivery;
+mod dispatch;
 mod verifier;

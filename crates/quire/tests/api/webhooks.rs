@@ -1,7 +1,8 @@
 //! Webhooks over real HTTP: registration (admin only, validation, the SSRF guard), deliveries
 //! to a receiver on loopback that verifies each Standard Webhooks signature with its own
-//! HMAC, exact payloads, a receiver too slow to answer, and at-most-once delivery across a
-//! restart.
+//! HMAC, exact payloads, a receiver too slow to answer, delivery across a restart (once; again
+//! with the same `webhook-id` when the stopped server had claimed the event without logging an
+//! attempt), and a shutdown that waits for the deliveries in flight.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -21,6 +22,8 @@ pub(crate) struct Receiver {
     pub(crate) secret: Arc<Mutex<String>>,
     received: Arc<Mutex<Vec<(String, Value)>>>,
     bad_signatures: Arc<Mutex<usize>>,
+    /// Requests that have arrived, answered or not.
+    arrived: Arc<Mutex<usize>>,
     delay: Duration,
 }
 
@@ -45,6 +48,7 @@ impl Receiver {
 }
 
 async fn receive(State(receiver): State<Receiver>, headers: HeaderMap, body: String) -> AxumStatus {
+    *receiver.arrived.lock().unwrap() += 1;
     tokio::time::sleep(receiver.delay).await;
     let header = |name: &str| {
         headers
@@ -513,4 +517,121 @@ async fn an_event_written_before_a_restart_is_delivered_once_after_it() {
     let _server = TestServer::start_in(data_dir, clock, allowing_private).await;
     tokio::time::sleep(Duration::from_millis(800)).await;
     assert_eq!(receiver.received().len(), 1);
+}
+
+#[tokio::test]
+async fn an_event_claimed_by_a_server_that_stopped_before_attempting_it_is_sent_after_restart() {
+    let (receiver, url) = Receiver::start(Duration::ZERO).await;
+    let server = TestServer::start_with(allowing_private).await;
+    let admin = server.key(Permission::Admin).await;
+    let hook = body(register(&server, &admin, &url, json!(["document.pii_detected"])).await).await;
+    *receiver.secret.lock().unwrap() = hook["secret"].as_str().unwrap().to_owned();
+    let source = server.create_source(&admin, "S").await;
+    let doc = server
+        .upload_ok(&admin, &source, "cv.md", b"# CV\nJane Doe")
+        .await;
+    server.wait_for_status(&admin, &source, &doc, "ready").await;
+    let (data_dir, clock) = server.stop().await;
+
+    // The event is written and claimed by this node's dispatcher, whose process then dies: no
+    // attempt was logged, and its claim would hold for an hour.
+    let node = std::fs::read_to_string(data_dir.path().join("node-id")).unwrap();
+    let config = crate::helpers::test_config(data_dir.path());
+    let store = quire::open_store(&config).await.unwrap();
+    store
+        .enqueue_event(
+            doc.parse().unwrap(),
+            quire_core::WebhookEvent::DocumentPiiDetected,
+            json!({"piiTypes": ["person_name"]}),
+            chrono::Utc::now(),
+        )
+        .await
+        .unwrap();
+    let now = quire_core::Clock::now(clock.as_ref());
+    let claimed = store
+        .claim_deliveries(
+            &format!("{node}:dispatcher-dead"),
+            now,
+            now + chrono::Duration::hours(1),
+            10,
+        )
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
+    store.close().await;
+
+    // The restarted node knows the claim was its own previous run's (on SQLite it owns every
+    // claim), so the claim is released and the event is sent, with the id it was claimed with.
+    let server = TestServer::start_in(data_dir, clock, allowing_private).await;
+    wait_for("the delivery", Duration::from_secs(10), || {
+        receiver.received().len() == 1
+    })
+    .await;
+    let (id, event) = &receiver.received()[0];
+    assert_eq!(id, &claimed[0].event_id.to_string(), "the same webhook-id");
+    assert_eq!(event["data"]["piiTypes"], json!(["person_name"]));
+    let hook_id = hook["id"].as_str().unwrap();
+    let path = format!("/api/v1/webhooks/{hook_id}/deliveries");
+    let started = Instant::now();
+    while body(server.get(&admin, &path).await)
+        .await
+        .as_array()
+        .unwrap()
+        .len()
+        != 1
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the attempt is logged"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let (data_dir, _) = server.stop().await;
+    let store = quire::open_store(&crate::helpers::test_config(data_dir.path()))
+        .await
+        .unwrap();
+    let far = chrono::Utc::now() + chrono::Duration::days(365);
+    assert_eq!(store.pending_deliveries_count(far).await.unwrap(), 0);
+    assert_eq!(receiver.received().len(), 1, "sent once");
+}
+
+#[tokio::test]
+async fn a_normal_shutdown_waits_for_the_deliveries_in_flight() {
+    let (receiver, url) = Receiver::start(Duration::from_millis(1500)).await;
+    let server = TestServer::start_with(allowing_private).await;
+    let admin = server.key(Permission::Admin).await;
+    let hook = body(register(&server, &admin, &url, json!(["document.ready"])).await).await;
+    *receiver.secret.lock().unwrap() = hook["secret"].as_str().unwrap().to_owned();
+    let source = server.create_source(&admin, "S").await;
+    let doc = server
+        .upload_ok(&admin, &source, "pump.md", b"# Pump\nPrime it first.")
+        .await;
+    server.wait_for_status(&admin, &source, &doc, "ready").await;
+    wait_for("the request to arrive", Duration::from_secs(10), || {
+        *receiver.arrived.lock().unwrap() == 1
+    })
+    .await;
+    assert!(receiver.received().is_empty(), "still being answered");
+
+    let (data_dir, _) = server.stop().await;
+    assert_eq!(
+        receiver.received().len(),
+        1,
+        "the stop waited for the answer"
+    );
+    let store = quire::open_store(&crate::helpers::test_config(data_dir.path()))
+        .await
+        .unwrap();
+    let log = store
+        .deliveries(hook["id"].as_str().unwrap().parse().unwrap(), 10)
+        .await
+        .unwrap();
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert_eq!(log[0].status_code, Some(204));
+    let far = chrono::Utc::now() + chrono::Duration::days(365);
+    assert_eq!(
+        store.pending_deliveries_count(far).await.unwrap(),
+        0,
+        "nothing to send again at the next start"
+    );
 }

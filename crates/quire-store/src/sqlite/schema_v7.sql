@@ -1,0 +1,11 @@
+-- Outbox claims become leases. A dispatcher claims a row until claimed_until; logging the
+-- attempt deletes the row. A row whose claim ran out (its dispatcher died between claiming and
+-- logging) is claimed again and sent with the same event id, so receivers can de-duplicate.
+DROP INDEX webhook_outbox_pending;
+ALTER TABLE webhook_outbox ADD COLUMN claimed_by TEXT;
+ALTER TABLE webhook_outbox ADD COLUMN claimed_until INTEGER;
+-- Rows claimed under the old rule and never logged: their dispatcher stopped mid-delivery.
+-- They are expired claims now, attempted again.
+UPDATE webhook_outbox SET claimed_by = 'before-schema-v7', claimed_until = claimed_at
+WHERE claimed_at IS NOT NULL;
+ALTER TABLE webhook_outbox DROP COLUMN claimed_at;
