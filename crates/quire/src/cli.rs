@@ -366,7 +366,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Config {
             command: ConfigCommand::Show,
         } => {
-            print!("{}", toml::to_string_pretty(&config)?);
+            print!("{}", toml::to_string_pretty(&config.redacted())?);
             Ok(())
         }
         Command::Config {

@@ -119,6 +119,27 @@ impl Config {
         self.files.location(&self.data_dir)
     }
 
+    /// A copy fit to print: every secret (API keys, the S3 secret, the database URL's
+    /// password) replaced by `***`, so `quire config show` never puts one on a screen or in a log.
+    pub fn redacted(&self) -> Self {
+        let hide = |secret: &Option<quire_core::Secret<String>>| {
+            secret
+                .as_ref()
+                .map(|_| quire_core::Secret::new("***".to_owned()))
+        };
+        let mut shown = self.clone();
+        shown.llm.api_key = hide(&self.llm.api_key);
+        shown.embedding.api_key = hide(&self.embedding.api_key);
+        shown.files.secret_access_key = hide(&self.files.secret_access_key);
+        shown.store.url = self.store.url.as_ref().map(|url| {
+            quire_core::Secret::new(
+                quire_store::StoreLocation::parse(url.expose())
+                    .map_or_else(|_| "***".to_owned(), |location| location.to_string()),
+            )
+        });
+        shown
+    }
+
     /// Loads the layers: defaults, then `file`, then the environment `env`, then `flags`.
     pub fn load(
         file: Option<&Path>,

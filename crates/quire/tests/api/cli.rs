@@ -175,6 +175,35 @@ async fn config_show_applies_environment_and_flags() {
     assert_eq!(shown["data_dir"].as_str(), dir.path().to_str());
 }
 
+#[tokio::test]
+async fn config_show_never_prints_a_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_quire"))
+        .args(["config", "show", "--data-dir", dir.path().to_str().unwrap()])
+        .env(
+            "QUIRE_STORE_URL",
+            "postgres://quire:db-hunter2@db.internal/quire",
+        )
+        .env("QUIRE_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+        .env("QUIRE_LLM_MODEL", "m")
+        .env("QUIRE_LLM_API_KEY", "sk-llm-hunter2")
+        .env("QUIRE_EMBEDDING_API_KEY", "sk-embed-hunter2")
+        .env("QUIRE_FILES_ACCESS_KEY_ID", "AKIA")
+        .env("QUIRE_FILES_SECRET_ACCESS_KEY", "s3-hunter2")
+        .output()
+        .await
+        .unwrap();
+    let shown = String::from_utf8(output.stdout).unwrap();
+    assert!(output.status.success(), "{shown}");
+    assert!(!shown.contains("hunter2"), "a secret was printed:\n{shown}");
+    let shown: toml::Table = toml::from_str(&shown).unwrap();
+    assert_eq!(
+        shown["store"]["url"].as_str(),
+        Some("postgres://quire:***@db.internal/quire")
+    );
+    assert_eq!(shown["llm"]["api_key"].as_str(), Some("***"));
+}
+
 /// `quire serve` as a real process: it serves, never logs API keys (even at debug level), and
 /// SIGTERM stops it cleanly with exit code 0.
 #[tokio::test]
