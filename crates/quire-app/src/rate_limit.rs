@@ -106,6 +106,21 @@ impl RateLimiter {
         }
     }
 
+    /// The standing reported where no key is known (a 401, an unknown path, the version
+    /// endpoint): the default limit, nothing counted, the current window's end.
+    pub fn unauthenticated(&self) -> RateLimitState {
+        let now = self.clock.now();
+        let reset = now.timestamp().div_euclid(WINDOW_SECONDS) * WINDOW_SECONDS + WINDOW_SECONDS;
+        let limit = self.search_per_minute.min(self.generate_per_minute);
+        let until_reset_ms = (reset * 1000 - now.timestamp_millis()).max(1);
+        RateLimitState {
+            limit,
+            remaining: limit,
+            reset,
+            retry_after: u64::try_from(until_reset_ms).unwrap_or(1).div_ceil(1000),
+        }
+    }
+
     /// Counts one request of `bucket` for `key` and decides whether it may proceed.
     pub async fn hit(
         &self,

@@ -112,7 +112,10 @@ pub(crate) async fn authenticate(
     response
 }
 
-async fn find_key(state: &AppState, headers: &HeaderMap) -> Result<ApiKeyRecord, ApiError> {
+pub(crate) async fn find_key(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> Result<ApiKeyRecord, ApiError> {
     let header = headers.get(AUTHORIZATION).ok_or_else(|| {
         ApiError::Unauthorized(
             "missing Authorization header; send `Authorization: Bearer <API key>`".into(),

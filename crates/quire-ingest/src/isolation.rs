@@ -192,6 +192,10 @@ async fn in_child(
     let request = request_bytes(command, job, budget)?;
     let mut child = match Command::new(&command.program)
         .args(&command.args)
+        // The worker reads hostile files: it gets none of the server's environment (the admin
+        // password, model and S3 keys, the database URL). It needs none: its request comes on
+        // stdin and names the one file it may open.
+        .env_clear()
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

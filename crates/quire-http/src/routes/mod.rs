@@ -13,8 +13,10 @@ mod webhooks;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::DefaultBodyLimit;
+use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::http::{HeaderValue, Response, StatusCode, header};
-use axum::middleware::{from_fn_with_state, map_response};
+use axum::middleware::{from_fn_with_state, map_response, map_response_with_state};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use quire_store::RateBucket;
@@ -78,7 +80,9 @@ pub fn router(state: AppState) -> Router {
             "/generate",
             post(generate::generate).route_layer(limited(RateBucket::Generate)),
         )
-        .route_layer(from_fn_with_state(state.clone(), auth::authenticate));
+        .route_layer(from_fn_with_state(state.clone(), auth::authenticate))
+        // An unknown path under /api/v1 asks for a key first, like every known one.
+        .fallback(v1_not_found);
     Router::new()
         .route("/api/health/version", get(health::version))
         .nest("/api/v1", v1)
@@ -86,6 +90,7 @@ pub fn router(state: AppState) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(state.settings.max_json_bytes))
         .layer(map_response(ensure_error_envelope))
+        .layer(map_response_with_state(state.clone(), default_rate_headers))
         .layer(CatchPanicLayer::custom(panic_response))
         // One INFO line per request: method, path, status, latency. Headers (and so API keys)
         // are never logged.
@@ -99,6 +104,26 @@ pub fn router(state: AppState) -> Router {
 
 async fn not_found() -> ApiError {
     ApiError::NotFound("no such endpoint".into())
+}
+
+async fn v1_not_found(State(state): State<AppState>, headers: HeaderMap) -> ApiError {
+    match auth::find_key(&state, &headers).await {
+        Ok(_) => ApiError::NotFound("no such endpoint".into()),
+        Err(refused) => refused,
+    }
+}
+
+/// The specification puts the rate-limit headers on every response: those that no key's
+/// window described (a 401, an unknown path, the version endpoint) get the default limit with
+/// nothing counted.
+async fn default_rate_headers(
+    State(state): State<AppState>,
+    mut response: Response<Body>,
+) -> Response<Body> {
+    if !response.headers().contains_key("x-ratelimit-limit") {
+        crate::apply_headers(&state.limiter.unauthenticated(), response.headers_mut());
+    }
+    response
 }
 
 async fn method_not_allowed() -> ApiError {

@@ -13,7 +13,10 @@ async fn missing_malformed_unknown_and_revoked_keys_are_401() {
 
     let missing = server.client.get(&url).send().await.unwrap();
     assert_eq!(missing.headers().get("www-authenticate").unwrap(), "Bearer");
-    assert!(missing.headers().get("x-ratelimit-limit").is_none());
+    // Every response carries the rate-limit headers; without a key, the default limit.
+    assert_eq!(missing.headers()["x-ratelimit-limit"], "100");
+    assert_eq!(missing.headers()["x-ratelimit-remaining"], "100");
+    assert!(missing.headers().contains_key("x-ratelimit-reset"));
     assert_error(missing, StatusCode::UNAUTHORIZED, "unauthorized").await;
 
     for header in [
@@ -207,4 +210,42 @@ async fn a_key_scoped_to_sources_cannot_create_sources() {
         .post_json(&scoped, "/api/v1/sources", &json!({"name": "new"}))
         .await;
     assert_error(response, StatusCode::FORBIDDEN, "forbidden").await;
+}
+
+#[tokio::test]
+async fn unknown_api_paths_ask_for_a_key_first_and_every_answer_has_rate_headers() {
+    let server = TestServer::start().await;
+    let anonymous = server
+        .client
+        .get(server.url("/api/v1/no-such-thing"))
+        .send()
+        .await
+        .unwrap();
+    assert!(anonymous.headers().contains_key("x-ratelimit-limit"));
+    assert_error(anonymous, StatusCode::UNAUTHORIZED, "unauthorized").await;
+    let key = server.key(Permission::Read).await;
+    let unknown = server.get(&key, "/api/v1/no-such-thing").await;
+    assert!(unknown.headers().contains_key("x-ratelimit-limit"));
+    assert_error(unknown, StatusCode::NOT_FOUND, "not_found").await;
+    let version = server
+        .client
+        .get(server.url("/api/health/version"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(version.status(), StatusCode::OK);
+    assert!(version.headers().contains_key("x-ratelimit-limit"));
+    let wrong_method = server
+        .client
+        .delete(server.url("/api/health/version"))
+        .send()
+        .await
+        .unwrap();
+    assert!(wrong_method.headers().contains_key("x-ratelimit-remaining"));
+    assert_error(
+        wrong_method,
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+    )
+    .await;
 }

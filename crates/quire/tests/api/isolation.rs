@@ -66,6 +66,38 @@ async fn parsing_can_stay_in_the_server_process() {
     assert_eq!(ready["chunkCount"], 1);
 }
 
+/// The worker reads hostile files, so it must not see the server's secrets: it starts with an
+/// empty environment. A stand-in worker writes down what it was given.
+#[tokio::test]
+async fn the_parse_worker_gets_none_of_the_servers_environment() {
+    let bin = tempfile::tempdir().unwrap();
+    let seen = bin.path().join("environment.txt");
+    let worker = bin.path().join("worker.sh");
+    std::fs::write(
+        &worker,
+        format!("#!/bin/sh\n/usr/bin/env > '{}'\nexit 3\n", seen.display()),
+    )
+    .unwrap();
+    let mut permissions = std::fs::metadata(&worker).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&worker, permissions).unwrap();
+    let server = TestServer::start_with(|c| c.parsing.worker_program = Some(worker.clone())).await;
+    let key = server.key(Permission::ReadWrite).await;
+    let source = server.create_source(&key, "Plain").await;
+    let id = server
+        .upload_ok(&key, &source, "note.txt", b"Grease the bearings monthly.")
+        .await;
+    server.wait_for_status(&key, &source, &id, "failed").await;
+    let environment = std::fs::read_to_string(&seen).unwrap();
+    // The test process has HOME, PATH, CARGO_* and more; the worker must have none of them.
+    let names: Vec<&str> = environment
+        .lines()
+        .filter_map(|line| line.split_once('=').map(|(name, _)| name))
+        .filter(|name| !["PWD", "SHLVL", "_"].contains(name))
+        .collect();
+    assert!(names.is_empty(), "the worker saw {names:?}");
+}
+
 #[tokio::test]
 async fn the_parse_worker_is_hidden_and_speaks_only_json_on_stdout() {
     let quire = env!("CARGO_BIN_EXE_quire");
