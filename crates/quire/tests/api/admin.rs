@@ -176,14 +176,15 @@ async fn every_admin_route_needs_a_session() {
     let response = get_page(&server, "/admin/", "").await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
     assert_eq!(response.headers()[LOCATION], "/admin");
-    // The API's own fallback still answers everything outside /admin.
+    // The API's own fallbacks still answer everything outside /admin (under /api/v1, a key
+    // is asked for first).
     let response = server
         .client
         .get(server.url("/api/v1/nothing"))
         .send()
         .await
         .unwrap();
-    assert_error(response, StatusCode::NOT_FOUND, "not_found").await;
+    assert_error(response, StatusCode::UNAUTHORIZED, "unauthorized").await;
     let response = server
         .client
         .get(server.url("/administrator"))
