@@ -1,16 +1,25 @@
-//! `GET /api/health/version`: unauthenticated, for monitoring. Besides the spec's `version`
-//! it says whether semantic search is on, so an operator sees at a glance that a model is
-//! missing or still embedding old documents.
+//! `GET /api/health/version`: unauthenticated, for monitoring. Besides the spec's `version` it
+//! says whether semantic search is on. The details (model, engine, chunk counts, why semantic
+//! search is off: text that can name internal hosts and paths) are for admin keys only.
 
 use axum::Json;
 use axum::extract::State;
+use axum::http::HeaderMap;
+use quire_core::Permission;
 use serde_json::{Value, json};
 
 use crate::AppState;
+use crate::auth::find_key;
 
-pub(super) async fn version(State(state): State<AppState>) -> Json<Value> {
-    let semantic = match state.ingest.semantic() {
-        Some(semantic) => json!({
+pub(super) async fn version(State(state): State<AppState>, headers: HeaderMap) -> Json<Value> {
+    let admin = headers.contains_key(axum::http::header::AUTHORIZATION)
+        && find_key(&state, &headers)
+            .await
+            .is_ok_and(|key| key.permission == Permission::Admin);
+    let semantic = match (state.ingest.semantic(), admin) {
+        (Some(_), false) => json!({ "enabled": true }),
+        (None, false) => json!({ "enabled": false }),
+        (Some(semantic), true) => json!({
             "enabled": true,
             "model": semantic.embedder().model_id(),
             "engine": semantic.embedder().engine(),
@@ -18,7 +27,7 @@ pub(super) async fn version(State(state): State<AppState>) -> Json<Value> {
             "embeddedChunks": semantic.vectors().len(),
             "reembedding": semantic.backfill_running(),
         }),
-        None => json!({
+        (None, true) => json!({
             "enabled": false,
             "reason": &*state.semantic_note,
         }),

@@ -94,6 +94,21 @@ async fn the_version_endpoint_needs_no_key() {
         text.split('.').all(|part| part.parse::<u32>().is_ok()),
         "{text}"
     );
+    // Without an admin key: whether semantic search is on, nothing about why or with what.
+    assert_eq!(
+        version["semanticSearch"],
+        json!({"enabled": false}),
+        "{version}"
+    );
+    let reader = server.key(Permission::Read).await;
+    let read = body(server.get(&reader, "/api/health/version").await).await;
+    assert_eq!(read["semanticSearch"], json!({"enabled": false}), "{read}");
+    let admin = server.key(Permission::Admin).await;
+    let detailed = body(server.get(&admin, "/api/health/version").await).await;
+    assert!(
+        detailed["semanticSearch"]["reason"].is_string(),
+        "{detailed}"
+    );
 }
 
 /// Each permission level against each endpoint: reads need `read`, writes need `read-write`.

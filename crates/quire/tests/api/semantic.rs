@@ -40,16 +40,10 @@ fn renamed_model(parent: &Path) -> PathBuf {
     dir
 }
 
+/// The version endpoint as an admin key sees it (with the semantic search details).
 async fn health(server: &TestServer) -> Value {
-    body(
-        server
-            .client
-            .get(server.url("/api/health/version"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await
+    let admin = server.key(Permission::Admin).await;
+    body(server.get(&admin, "/api/health/version").await).await
 }
 
 /// Waits until the background re-embedding has given `chunks` chunks their vectors.
