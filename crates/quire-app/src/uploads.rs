@@ -34,16 +34,16 @@ pub enum PartError<E> {
 }
 
 impl<E> PartError<E> {
-    /// The refusal as an application error, with the adapter's request error mapped by
-    /// `request`.
-    pub fn into_app(self, request: impl FnOnce(E) -> AppError) -> AppError {
+    /// The refusal as an application error, or the adapter's own request error back for the
+    /// adapter to map.
+    pub fn into_app(self) -> Result<AppError, E> {
         match self {
-            Self::TooLarge { limit } => AppError::TooLarge(format!(
+            Self::TooLarge { limit } => Ok(AppError::TooLarge(format!(
                 "the file is larger than the upload limit of {limit} bytes"
-            )),
-            Self::Empty => AppError::Invalid("the `file` part is empty".into()),
-            Self::Request(e) => request(e),
-            Self::Failed(e) => e,
+            ))),
+            Self::Empty => Ok(AppError::Invalid("the `file` part is empty".into())),
+            Self::Request(e) => Err(e),
+            Self::Failed(e) => Ok(e),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The ingestion service: what the HTTP layer calls to accept and delete documents, and what
 //! the workers call to process one job.
 
+use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -281,22 +282,35 @@ impl Ingest {
         indexed.sort_by_key(ToString::to_string);
         indexed.dedup();
         let mut removed_entries = 0;
-        for id in indexed {
-            if self.store.find_document(id).await?.is_none() {
-                self.remove_from_indexes(id).await?;
-                removed_entries += 1;
-            }
+        for id in self.gone(indexed).await? {
+            self.remove_from_indexes(id).await?;
+            removed_entries += 1;
         }
         let mut removed_originals = 0;
         if originals {
-            for id in self.files.list().await? {
-                if self.store.find_document(id).await?.is_none() {
-                    self.files.remove(id).await?;
-                    removed_originals += 1;
-                }
+            for id in self.gone(self.files.list().await?).await? {
+                self.files.remove(id).await?;
+                removed_originals += 1;
             }
         }
         Ok((removed_entries, removed_originals))
+    }
+
+    /// Those of `ids` whose documents no longer exist, asked of the store a batch at a time
+    /// (not a query per id: this runs at every start, over every indexed document).
+    async fn gone(&self, ids: Vec<DocumentId>) -> Result<Vec<DocumentId>, IngestError> {
+        const BATCH: usize = 500;
+        let mut gone = Vec::new();
+        for batch in ids.chunks(BATCH) {
+            let existing: HashSet<DocumentId> = self
+                .store
+                .existing_documents(batch)
+                .await?
+                .into_iter()
+                .collect();
+            gone.extend(batch.iter().filter(|id| !existing.contains(id)));
+        }
+        Ok(gone)
     }
 
     /// Removes the original of a document that is gone; a failure leaves an orphaned file,

@@ -83,6 +83,9 @@ pub trait Store: Send + Sync + 'static {
     /// A document by its id alone, in any source: for administrators, never for API keys
     /// (whose every read goes through a scope).
     async fn find_document(&self, id: DocumentId) -> StoreResult<Option<DocumentRecord>>;
+    /// Which of `ids` are documents that exist, in any source and status (regardless of any
+    /// scope): for finding index entries and files left by deleted documents.
+    async fn existing_documents(&self, ids: &[DocumentId]) -> StoreResult<Vec<DocumentId>>;
     /// Deletes a document with its chunks and job; returns what was deleted.
     async fn delete_document(
         &self,

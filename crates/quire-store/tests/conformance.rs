@@ -284,6 +284,13 @@ async fn sources_and_documents_respect_scope(store: &dyn Store) {
     expected.sort();
     assert_eq!(existing, expected);
 
+    let gone = DocumentId::new();
+    assert_eq!(
+        store.existing_documents(&[gone, doc_a]).await.unwrap(),
+        [doc_a]
+    );
+    assert!(store.existing_documents(&[]).await.unwrap().is_empty());
+
     let deleted = store
         .delete_document(&only_a, a, doc_a)
         .await

@@ -11,8 +11,6 @@ use quire_core::SourceId;
 use quire_ingest::{Upload, clean_file_name};
 use quire_store::Created;
 
-use quire_app::AppError;
-
 use super::SourcePath;
 use crate::auth::{Principal, ReadWrite, Require};
 use crate::error::ErrorBody;
@@ -177,8 +175,8 @@ async fn receive(state: &AppState, field: Field<'_>) -> Result<Upload, PartError
 }
 
 fn part_error(e: PartError<MultipartError>) -> ApiError {
-    match e {
-        PartError::Request(e) => multipart_error(e),
-        other => other.into_app(|_| AppError::Internal).into(),
+    match e.into_app() {
+        Ok(refused) => refused.into(),
+        Err(request) => multipart_error(request),
     }
 }

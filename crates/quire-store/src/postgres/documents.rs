@@ -185,3 +185,14 @@ async fn source_exists(pool: &PgPool, source: SourceId) -> StoreResult<bool> {
         .await?;
     Ok(row.is_some())
 }
+
+pub(super) async fn existing(pool: &PgPool, ids: &[DocumentId]) -> StoreResult<Vec<DocumentId>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let found: Vec<Uuid> = sqlx::query_scalar("SELECT id FROM documents WHERE id = ANY($1)")
+        .bind(ids.iter().map(|id| id.0).collect::<Vec<_>>())
+        .fetch_all(pool)
+        .await?;
+    Ok(found.into_iter().map(DocumentId::from).collect())
+}

@@ -121,6 +121,10 @@ impl Store for PgStore {
         documents::find(&self.pool, id).await
     }
 
+    async fn existing_documents(&self, ids: &[DocumentId]) -> StoreResult<Vec<DocumentId>> {
+        documents::existing(&self.pool, ids).await
+    }
+
     async fn delete_document(
         &self,
         scope: &SourceScope,

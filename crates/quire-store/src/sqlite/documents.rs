@@ -181,3 +181,18 @@ async fn source_exists(pool: &SqlitePool, source: SourceId) -> StoreResult<bool>
         .await?;
     Ok(row.is_some())
 }
+
+pub(super) async fn existing(
+    pool: &SqlitePool,
+    ids: &[DocumentId],
+) -> StoreResult<Vec<DocumentId>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut qb = QueryBuilder::<Sqlite>::new("SELECT id FROM documents WHERE id IN ");
+    codec::push_id_list(&mut qb, ids);
+    let rows = qb.build().fetch_all(pool).await?;
+    rows.iter()
+        .map(|row| codec::id(&row.try_get::<String, _>("id")?))
+        .collect()
+}

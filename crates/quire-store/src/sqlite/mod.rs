@@ -125,6 +125,10 @@ impl Store for SqliteStore {
         documents::find(&self.pool, id).await
     }
 
+    async fn existing_documents(&self, ids: &[DocumentId]) -> StoreResult<Vec<DocumentId>> {
+        documents::existing(&self.pool, ids).await
+    }
+
     async fn delete_document(
         &self,
         scope: &SourceScope,

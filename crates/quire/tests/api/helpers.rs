@@ -58,9 +58,19 @@ pub fn store_url_for(data_dir: &Path) -> Option<String> {
     });
     let digest = sha2::Sha256::digest(data_dir.as_os_str().as_encoded_bytes());
     let schema = format!("quire_api_{}", &hex::encode(digest)[..24]);
+    let separator = if server.contains('?') { '&' } else { '?' };
+    let url = format!("{server}{separator}options=-c%20search_path%3D{schema}");
+    // Every configuration and CLI run of a server asks again: make each schema once.
+    static MADE: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut made = MADE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if made.contains(&schema) {
+        return Some(url);
+    }
     // Test configurations are built outside async code too: make the schema on a thread of
     // its own with its own runtime.
-    let (url, name) = (server.clone(), schema.clone());
+    let (admin_url, name) = (server.clone(), schema.clone());
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -68,7 +78,7 @@ pub fn store_url_for(data_dir: &Path) -> Option<String> {
             .unwrap();
         runtime.block_on(async {
             use sqlx::Connection as _;
-            let mut admin = sqlx::PgConnection::connect(&url).await.unwrap();
+            let mut admin = sqlx::PgConnection::connect(&admin_url).await.unwrap();
             sqlx::raw_sql(&format!("CREATE SCHEMA IF NOT EXISTS {name}"))
                 .execute(&mut admin)
                 .await
@@ -78,10 +88,8 @@ pub fn store_url_for(data_dir: &Path) -> Option<String> {
     })
     .join()
     .unwrap();
-    let separator = if server.contains('?') { '&' } else { '?' };
-    Some(format!(
-        "{server}{separator}options=-c%20search_path%3D{schema}"
-    ))
+    made.push(schema);
+    Some(url)
 }
 
 /// The environment a `quire` command run on `data_dir` needs to open the same store as the
