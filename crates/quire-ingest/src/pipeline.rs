@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use quire_core::ChunkDraft;
-use quire_parse::{ParseError, ParseLimits, parse};
+use quire_parse::{Ocr, OcrSettings, ParseError, ParseLimits, parse_with_ocr};
 use serde::{Deserialize, Serialize};
 
 use crate::chunker::{ChunkingParams, chunk_blocks};
@@ -31,16 +31,19 @@ pub struct Processed {
     pub page_count: u32,
 }
 
-/// Reads the original at `path` and cuts it into chunks.
+/// Reads the original at `path` and cuts it into chunks; scanned pages and images are read by
+/// OCR when `ocr` is given.
 pub fn process_file(
     path: &Path,
     name: &str,
     content_type: &str,
     chunking: ChunkingParams,
     limits: &ParseLimits,
+    ocr: Option<&OcrSettings>,
 ) -> Result<Processed, ProcessingError> {
     let bytes = std::fs::read(path)?;
-    let parsed = parse(&bytes, name, content_type, limits)?;
+    let ocr = ocr.map(|settings| Ocr::new(settings.clone()));
+    let parsed = parse_with_ocr(&bytes, name, content_type, limits, ocr.as_ref())?;
     let chunks = chunk_blocks(&parsed.blocks, chunking);
     if chunks.is_empty() {
         return Err(ParseError::Empty.into());
@@ -65,6 +68,7 @@ mod tests {
             "",
             ChunkingParams::default(),
             &ParseLimits::default(),
+            None,
         )
     }
 

@@ -39,6 +39,8 @@ pub enum Format {
     Email,
     /// Rich Text Format.
     Rtf,
+    /// An image (PNG, JPEG, TIFF, WebP), read by OCR.
+    Image(crate::raster::ImageKind),
     /// A password-protected DOCX, XLSX or PPTX (stored as an OLE container).
     EncryptedOffice,
     /// Something Quire does not read; the text names it for people.
@@ -64,6 +66,7 @@ impl Format {
             Self::PlainText => "text file",
             Self::Email => "e-mail message",
             Self::Rtf => "RTF document",
+            Self::Image(kind) => kind.describe(),
             Self::EncryptedOffice => "Office document (DOCX, XLSX or PPTX)",
             Self::Unsupported(kind) => kind,
         }
@@ -102,6 +105,9 @@ pub fn detect_format(bytes: &[u8], name: &str, declared_type: &str) -> Format {
     }
     if head.starts_with(b"{\\rtf") {
         return Format::Rtf;
+    }
+    if let Some(kind) = crate::raster::ImageKind::sniff(head) {
+        return Format::Image(kind);
     }
     if let Some(kind) = binary_kind(head) {
         return Format::Unsupported(kind.to_owned());

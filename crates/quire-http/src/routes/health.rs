@@ -1,6 +1,7 @@
 //! `GET /api/health/version`: unauthenticated, for monitoring. Besides the spec's `version` it
 //! says whether semantic search is on. The details (model, engine, chunk counts, why semantic
-//! search is off: text that can name internal hosts and paths) are for admin keys only.
+//! search is off: text that can name internal hosts and paths) are for admin keys only, and
+//! so is whether OCR is on (with the Tesseract version, or why it is off).
 
 use axum::Json;
 use axum::extract::State;
@@ -32,8 +33,21 @@ pub(super) async fn version(State(state): State<AppState>, headers: HeaderMap) -
             "reason": &*state.semantic_note,
         }),
     };
-    Json(json!({
+    let mut body = json!({
         "version": env!("CARGO_PKG_VERSION"),
         "semanticSearch": semantic,
-    }))
+    });
+    if admin {
+        body["ocr"] = match state.ingest.ocr() {
+            Some(ocr) => json!({
+                "enabled": true,
+                "languages": ocr.languages,
+                "maxPages": ocr.max_pages,
+                "dpi": ocr.dpi,
+                "note": state.ingest.ocr_note(),
+            }),
+            None => json!({ "enabled": false, "reason": state.ingest.ocr_note() }),
+        };
+    }
+    Json(body)
 }

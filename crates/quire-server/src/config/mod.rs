@@ -13,6 +13,7 @@ mod files;
 mod limits;
 mod llm;
 mod log;
+mod ocr;
 mod parsing;
 mod pii;
 mod search;
@@ -32,6 +33,7 @@ pub use self::files::{FilesConfig, FilesLocation};
 pub use self::limits::LimitsConfig;
 pub use self::llm::LlmConfig;
 pub use self::log::LogConfig;
+pub use self::ocr::{OcrConfig, OcrMode};
 pub use self::parsing::ParsingConfig;
 pub use self::pii::PiiConfig;
 pub use self::search::SearchConfig;
@@ -55,6 +57,8 @@ pub struct Config {
     pub chunking: ChunkingParams,
     /// Bounds on parsing one document.
     pub parsing: ParsingConfig,
+    /// Reading scanned pages and images (Tesseract).
+    pub ocr: OcrConfig,
     /// Background processing.
     pub workers: WorkersConfig,
     /// The embedding model for semantic search.
@@ -82,6 +86,7 @@ impl Default for Config {
             limits: LimitsConfig::default(),
             chunking: ChunkingParams::default(),
             parsing: ParsingConfig::default(),
+            ocr: OcrConfig::default(),
             workers: WorkersConfig::default(),
             embedding: EmbeddingConfig::default(),
             search: SearchConfig::default(),
@@ -184,6 +189,7 @@ impl Config {
             bail!("chunking.overlap_tokens must be smaller than chunking.target_tokens");
         }
         self.log.validate()?;
+        self.ocr.validate()?;
         self.embedding.validate()?;
         self.search.validate()?;
         self.llm.validate()?;
@@ -245,6 +251,16 @@ const OPTIONAL_SETTINGS: &[(&str, &str, &str)] = &[
         "parsing",
         "worker_program",
         "\"/usr/lib/quire/quire\"  # unset: the running quire binary",
+    ),
+    (
+        "ocr",
+        "program",
+        "\"/usr/bin/tesseract\"  # unset: tesseract on the PATH",
+    ),
+    (
+        "ocr",
+        "tessdata_dir",
+        "\"/usr/share/tesseract-ocr/5/tessdata\"  # unset: the program's own",
     ),
     (
         "embedding",

@@ -14,6 +14,7 @@ mod generate;
 mod helpers;
 mod isolation;
 mod model_fetch;
+mod ocr;
 mod pdf;
 mod rate_limits;
 mod review;
