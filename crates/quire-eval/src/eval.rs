@@ -318,9 +318,10 @@ pub(crate) fn run_one(
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let ocr = ocr.map(quire_parse::Ocr::new);
-        let result = std::panic::catch_unwind(|| {
+        // The OCR page counter is a Cell; a panic abandons it with the document.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             parse_with_ocr(&bytes, &name, "", &ParseLimits::default(), ocr.as_ref())
-        });
+        }));
         let _ = tx.send(result);
     });
     match rx.recv_timeout(timeout) {

@@ -107,7 +107,7 @@ enum WorkerResponse {
 /// The conversions destructure every field, so a new limit does not compile until it is
 /// carried too.
 mod limits_on_the_wire {
-    use quire_parse::{OcrSettings, ParseLimits};
+    use quire_parse::ParseLimits;
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
     #[derive(Serialize, Deserialize)]

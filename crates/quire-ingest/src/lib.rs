@@ -16,7 +16,7 @@ pub use isolation::{Isolation, WorkerCommand, WorkerError, run_parse_worker};
 pub use originals::{StageError, StagedFile, StagedUpload, Staging};
 pub use pipeline::{Processed, ProcessingError, process_file};
 pub use quire_files::{FilesError, OriginalStore};
-pub use quire_parse::{Block, OcrSettings, ParseLimits};
+pub use quire_parse::{Block, OcrSettings, ParseLimits, probe as probe_ocr};
 pub use review::Review;
 pub use semantic::{BackfillReport, Semantic, SemanticError, embedding_text};
 pub use service::{Ingest, IngestError, IngestSettings, Upload, clean_file_name};

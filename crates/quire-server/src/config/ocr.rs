@@ -154,7 +154,7 @@ impl OcrConfig {
         };
         let probed = match program {
             Some(program) => {
-                quire_parse::probe(&program, self.tessdata_dir.as_deref(), &self.languages)
+                quire_ingest::probe_ocr(&program, self.tessdata_dir.as_deref(), &self.languages)
                     .map(|found| (program, found))
             }
             None => Err(
