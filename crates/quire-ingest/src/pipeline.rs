@@ -87,7 +87,12 @@ mod tests {
     #[test]
     fn failures_explain_themselves() {
         let image = run("a.png", b"\x89PNG\r\n\x1a\n").unwrap_err().to_string();
-        assert!(image.contains("PNG image is not supported"), "{image}");
+        // Images are read by OCR since issue 17; without it the reason says how to turn it on.
+        assert!(
+            image.starts_with("the PNG image has no text layer and OCR is not enabled")
+                && image.contains("ocr.enabled"),
+            "{image}"
+        );
         assert!(matches!(
             run("a.txt", b" \n\n \t"),
             Err(ProcessingError::Parse(ParseError::Empty))

@@ -130,6 +130,13 @@ pub(crate) fn check_size(what: &str, width: u32, height: u32) -> Result<(), Pars
     Ok(())
 }
 
+/// Limits for reading an image's header: no side limits, the allocation cap kept.
+fn header_limits() -> Limits {
+    let mut limits = Limits::no_limits();
+    limits.max_alloc = Some(MAX_DECODER_ALLOC);
+    limits
+}
+
 fn decoder_limits() -> Limits {
     let mut limits = Limits::default();
     limits.max_image_width = Some(MAX_SIDE);
@@ -142,21 +149,26 @@ fn decoder_limits() -> Limits {
 /// checked first.
 pub(crate) fn decode(bytes: &[u8], kind: Option<ImageKind>) -> Result<GrayImage, ParseError> {
     let what = kind.map_or("embedded image", ImageKind::describe);
-    let reader = || -> Result<ImageReader<Cursor<&[u8]>>, ParseError> {
+    let reader = |limits: Limits| -> Result<ImageReader<Cursor<&[u8]>>, ParseError> {
         let mut reader = match kind {
             Some(kind) => ImageReader::with_format(Cursor::new(bytes), kind.format()),
             None => ImageReader::new(Cursor::new(bytes))
                 .with_guessed_format()
                 .map_err(|e| damaged(what, &e.to_string()))?,
         };
-        reader.limits(decoder_limits());
+        reader.limits(limits);
         Ok(reader)
     };
-    let (width, height) = reader()?
+    // The header is read without the side limits: the decoder would otherwise refuse an
+    // oversized image with a bare "limits exceeded" before `check_size` can name its size.
+    // Reading a header allocates little, so only the allocation cap stays.
+    let (width, height) = reader(header_limits())?
         .into_dimensions()
         .map_err(|e| image_error(what, &e))?;
     check_size(what, width, height)?;
-    let image = reader()?.decode().map_err(|e| image_error(what, &e))?;
+    let image = reader(decoder_limits())?
+        .decode()
+        .map_err(|e| image_error(what, &e))?;
     Ok(to_gray(image))
 }
 
