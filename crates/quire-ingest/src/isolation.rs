@@ -68,7 +68,8 @@ pub(crate) struct ParseJob {
     pub limits: ParseLimits,
     /// How to OCR scanned pages and images; `None` when OCR is off. The worker has no
     /// environment, so the program, the languages and the data directory all travel here.
-    #[serde(with = "ocr_on_the_wire")]
+    /// A request without the field means OCR off, as before OCR existed.
+    #[serde(default, with = "ocr_on_the_wire")]
     pub ocr: Option<OcrSettings>,
 }
 
