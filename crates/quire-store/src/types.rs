@@ -5,7 +5,7 @@ use std::fmt;
 use chrono::{DateTime, Utc};
 use quire_core::{
     ChunkDraft, ConversationId, DocumentId, DocumentRecord, EventId, JobId, KeyId, MessageId,
-    SourceId, WebhookEvent, WebhookId,
+    SourceId, SourceScope, WebhookEvent, WebhookId,
 };
 
 /// A job leased to a worker.
@@ -184,6 +184,8 @@ pub struct NewWebhook {
     pub events: Vec<WebhookEvent>,
     /// The key deliveries are signed with.
     pub secret: String,
+    /// The sources whose events it receives: the scope of the key that registered it.
+    pub scope: SourceScope,
     /// Registration time.
     pub created_at: DateTime<Utc>,
 }
@@ -199,6 +201,8 @@ pub struct WebhookRecord {
     pub events: Vec<WebhookEvent>,
     /// The key deliveries are signed with.
     pub secret: String,
+    /// The sources whose events it receives: the scope of the key that registered it.
+    pub scope: SourceScope,
     /// Registration time.
     pub created_at: DateTime<Utc>,
 }
@@ -210,6 +214,7 @@ impl fmt::Debug for NewWebhook {
             .field("url", &self.url)
             .field("events", &self.events)
             .field("secret", &"[redacted]")
+            .field("scope", &self.scope)
             .field("created_at", &self.created_at)
             .finish()
     }
@@ -222,6 +227,7 @@ impl fmt::Debug for WebhookRecord {
             .field("url", &self.url)
             .field("events", &self.events)
             .field("secret", &"[redacted]")
+            .field("scope", &self.scope)
             .field("created_at", &self.created_at)
             .finish()
     }

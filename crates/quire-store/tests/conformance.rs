@@ -32,7 +32,7 @@ use harness::TestDb;
 use reviews::a_decision_replaces_the_findings_and_the_name;
 use webhooks::{
     a_claimed_delivery_comes_back_when_its_claim_runs_out, a_logged_delivery_never_comes_back,
-    deleting_a_webhook_drops_its_events_and_log,
+    a_scoped_webhook_gets_only_its_sources_events, deleting_a_webhook_drops_its_events_and_log,
     deliveries_are_claimed_once_across_handles_and_restarts,
     delivery_log_is_bounded_and_newest_first, failing_a_document_writes_its_error,
     finishing_a_document_writes_one_event_per_subscriber, pii_events_carry_the_given_fields,
@@ -57,6 +57,7 @@ conformance! {
         message_text_round_trips_exactly,
         webhooks_are_registered_listed_and_deleted,
         finishing_a_document_writes_one_event_per_subscriber,
+        a_scoped_webhook_gets_only_its_sources_events,
         failing_a_document_writes_its_error,
         delivery_log_is_bounded_and_newest_first,
         deleting_a_webhook_drops_its_events_and_log,

@@ -1,9 +1,11 @@
 //! `GET/POST /api/v1/webhooks`, `GET/DELETE /api/v1/webhooks/{id}` and the delivery log at
-//! `GET /api/v1/webhooks/{id}/deliveries`: admin keys only.
+//! `GET /api/v1/webhooks/{id}/deliveries`: admin keys only, each within its scope (see
+//! `quire_app::webhooks`).
 
 use axum::Json;
 use axum::extract::{Query, State};
 use axum::http::{StatusCode, header};
+use quire_core::SourceScope;
 use quire_core::WebhookId;
 use quire_core::wire_timestamp as iso;
 use quire_store::{DeliveryAttempt, WebhookRecord};
@@ -23,6 +25,9 @@ pub(super) struct WebhookPath {
 pub(super) struct CreateWebhook {
     url: Option<String>,
     events: Option<Vec<String>>,
+    /// Narrows the webhook to these sources (within the key's scope); omitted: the key's scope.
+    #[serde(rename = "sourceIds")]
+    source_ids: Option<Vec<String>>,
 }
 
 /// A webhook as listed: never with its secret.
@@ -32,6 +37,8 @@ pub(super) struct WebhookJson {
     id: String,
     url: String,
     events: Vec<&'static str>,
+    /// The sources whose events it receives; `null` for every source.
+    source_ids: Option<Vec<String>>,
     created_at: String,
     /// Only in the answer to the registration.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -44,6 +51,10 @@ impl WebhookJson {
             id: webhook.id.to_string(),
             url: webhook.url.clone(),
             events: webhook.events.iter().map(|e| e.as_str()).collect(),
+            source_ids: match &webhook.scope {
+                SourceScope::All => None,
+                SourceScope::Only(ids) => Some(ids.iter().map(|id| id.to_string()).collect()),
+            },
             created_at: iso(webhook.created_at),
             secret: None,
         }
@@ -79,28 +90,24 @@ impl From<&DeliveryAttempt> for DeliveryJson {
 
 pub(super) async fn list(
     State(state): State<AppState>,
-    Require(_, _): Require<Admin>,
+    Require(caller, _): Require<Admin>,
 ) -> Result<Json<Vec<WebhookJson>>, ApiError> {
-    let webhooks = state.store.list_webhooks().await?;
+    let webhooks = quire_app::webhooks::list(&state, caller.scope()).await?;
     Ok(Json(webhooks.iter().map(WebhookJson::of).collect()))
 }
 
 pub(super) async fn get(
     State(state): State<AppState>,
-    Require(_, _): Require<Admin>,
+    Require(caller, _): Require<Admin>,
     ApiPath(path): ApiPath<WebhookPath>,
 ) -> Result<Json<WebhookJson>, ApiError> {
-    let webhook = state
-        .store
-        .get_webhook(path.id)
-        .await?
-        .ok_or_else(|| not_found(path.id))?;
+    let webhook = quire_app::webhooks::get(&state, caller.scope(), path.id).await?;
     Ok(Json(WebhookJson::of(&webhook)))
 }
 
 pub(super) async fn create(
     State(state): State<AppState>,
-    Require(_, _): Require<Admin>,
+    Require(caller, _): Require<Admin>,
     ApiJson(body): ApiJson<CreateWebhook>,
 ) -> Result<
     (
@@ -117,7 +124,10 @@ pub(super) async fn create(
         .events
         .ok_or_else(|| ApiError::BadRequest("`events` is required".into()))?;
     let events = quire_app::webhooks::parse_events(&names)?;
-    let registered = quire_app::webhooks::register(&state, &raw_url, events).await?;
+    let scope =
+        quire_app::scope::requested_scope(&state, caller.scope(), body.source_ids.as_deref())
+            .await?;
+    let registered = quire_app::webhooks::register(&state, scope, &raw_url, events).await?;
     let mut json = WebhookJson::of(&registered.webhook);
     json.secret = Some(registered.secret);
     Ok((
@@ -132,14 +142,11 @@ pub(super) async fn create(
 
 pub(super) async fn delete(
     State(state): State<AppState>,
-    Require(_, _): Require<Admin>,
+    Require(caller, _): Require<Admin>,
     ApiPath(path): ApiPath<WebhookPath>,
 ) -> Result<StatusCode, ApiError> {
-    if state.store.delete_webhook(path.id).await? {
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(not_found(path.id))
-    }
+    quire_app::webhooks::delete(&state, caller.scope(), path.id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 #[derive(Debug, Deserialize)]
@@ -149,18 +156,11 @@ pub(super) struct DeliveriesQuery {
 
 pub(super) async fn deliveries(
     State(state): State<AppState>,
-    Require(_, _): Require<Admin>,
+    Require(caller, _): Require<Admin>,
     ApiPath(path): ApiPath<WebhookPath>,
     Query(query): Query<DeliveriesQuery>,
 ) -> Result<Json<Vec<DeliveryJson>>, ApiError> {
-    if state.store.get_webhook(path.id).await?.is_none() {
-        return Err(not_found(path.id));
-    }
     let limit = query.limit.unwrap_or(100).clamp(1, 1000);
-    let attempts = state.store.deliveries(path.id, limit).await?;
+    let attempts = quire_app::webhooks::deliveries(&state, caller.scope(), path.id, limit).await?;
     Ok(Json(attempts.iter().map(DeliveryJson::from).collect()))
-}
-
-fn not_found(id: WebhookId) -> ApiError {
-    ApiError::NotFound(format!("webhook {id} not found"))
 }
