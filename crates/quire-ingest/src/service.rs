@@ -555,8 +555,11 @@ impl Ingest {
             let vectors = match semantic.embed_chunks(&processed.chunks).await {
                 Ok(vectors) => vectors,
                 Err(e) => {
-                    tracing::error!(error = %e, "embedding failed");
-                    let message = format!("could not embed the document's text: {e}");
+                    tracing::error!(document = %doc, error = %e, "embedding failed");
+                    let message = format!(
+                        "could not embed the document's text: {}; the cause has been logged",
+                        e.client_message()
+                    );
                     self.store
                         .fail_document(job, &message, self.clock.now())
                         .await?;
