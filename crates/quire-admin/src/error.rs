@@ -47,6 +47,9 @@ impl IntoResponse for AdminError {
             AdminError::App(AppError::TooLarge(m)) => {
                 return refused(StatusCode::PAYLOAD_TOO_LARGE, m);
             }
+            AdminError::App(AppError::InsufficientStorage(m)) => {
+                return refused(StatusCode::INSUFFICIENT_STORAGE, m);
+            }
             AdminError::App(e @ (AppError::RateLimited(_) | AppError::QueueFull(_))) => {
                 return refused(StatusCode::TOO_MANY_REQUESTS, &e.to_string());
             }

@@ -43,6 +43,10 @@ pub enum AppError {
     /// An upload is larger than allowed.
     #[error("{0}")]
     TooLarge(String),
+    /// The server has no room for an upload now (its staging budget is in use, or its disk is
+    /// nearly full); a later attempt may succeed.
+    #[error("{0}")]
+    InsufficientStorage(String),
     /// The key's rate limit is used up.
     #[error("rate limit of {} requests per minute exceeded", .0.limit)]
     RateLimited(RateLimitState),
@@ -97,6 +101,7 @@ impl From<StageError> for AppError {
             StageError::TooLarge { limit } => Self::TooLarge(format!(
                 "the file is larger than the upload limit of {limit} bytes"
             )),
+            StageError::Full(message) => Self::InsufficientStorage(message),
             StageError::Io(_) => Self::internal(&e),
         }
     }

@@ -31,6 +31,8 @@ pub enum ApiError {
     MethodNotAllowed,
     /// 413: the body is larger than allowed.
     PayloadTooLarge(String),
+    /// 507: no room for an upload now (staging budget in use, or the disk nearly full).
+    InsufficientStorage(String),
     /// 415: the body is not of the media type the endpoint takes.
     UnsupportedMediaType(String),
     /// 429: the key's rate limit is used up.
@@ -85,6 +87,11 @@ impl ApiError {
             Self::PayloadTooLarge(m) => (
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "payload_too_large",
+                m.clone(),
+            ),
+            Self::InsufficientStorage(m) => (
+                StatusCode::INSUFFICIENT_STORAGE,
+                "insufficient_storage",
                 m.clone(),
             ),
             Self::UnsupportedMediaType(m) => (
@@ -148,7 +155,7 @@ impl IntoResponse for ApiError {
                     .headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from(QUEUE_RETRY_SECONDS));
             }
-            Self::Unavailable(_) => {
+            Self::Unavailable(_) | Self::InsufficientStorage(_) => {
                 response.headers_mut().insert(
                     header::RETRY_AFTER,
                     HeaderValue::from(UNAVAILABLE_RETRY_SECONDS),
@@ -173,6 +180,7 @@ impl From<AppError> for ApiError {
             AppError::NotFound(m) => Self::NotFound(m),
             AppError::Conflict(m) => Self::Conflict(m),
             AppError::TooLarge(m) => Self::PayloadTooLarge(m),
+            AppError::InsufficientStorage(m) => Self::InsufficientStorage(m),
             AppError::RateLimited(state) => Self::RateLimited(state),
             AppError::QueueFull(full) => Self::QueueFull(full),
             // The cause was logged where it was classified.

@@ -58,7 +58,9 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
             index_dir.display()
         )
     })?);
-    let staging = Staging::open(data_dir).context("could not prepare the upload staging area")?;
+    let staging = Staging::open(data_dir)
+        .context("could not prepare the upload staging area")?
+        .with_limits(config.limits.staging());
     let (files_location, s3) = config.files.store_settings(data_dir)?;
     let files = quire_files::open(&files_location, &s3)
         .with_context(|| format!("could not open the store of originals ({files_location:?})"))?;
