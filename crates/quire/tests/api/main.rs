@@ -5,6 +5,7 @@ mod admin_browser;
 mod auth;
 mod browser;
 mod cli;
+mod crash;
 mod documents;
 mod errors;
 mod eval;
