@@ -14,7 +14,7 @@ mod worker;
 pub use chunker::{ChunkingParams, chunk_blocks, estimate_tokens};
 pub use isolation::{Isolation, WorkerCommand, WorkerError, run_parse_worker};
 pub use originals::{StageError, StagedFile, StagedUpload, Staging, StagingLimits};
-pub use pipeline::{Processed, ProcessingError, process_file};
+pub use pipeline::{OutputLimits, Processed, ProcessingError, process_file};
 pub use quire_files::{FilesError, OriginalStore};
 pub use quire_parse::{Block, ParseLimits};
 pub use review::Review;

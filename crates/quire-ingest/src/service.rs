@@ -23,7 +23,7 @@ use tracing::Instrument;
 use crate::chunker::ChunkingParams;
 use crate::isolation::{Isolation, ParseJob, parse_isolated};
 use crate::originals::{StageError, StagedFile, StagedUpload, Staging};
-use crate::pipeline::Processed;
+use crate::pipeline::{OutputLimits, Processed};
 use crate::review::Review;
 use crate::semantic::Semantic;
 use quire_parse::{ParseLimits, guess_content_type};
@@ -43,6 +43,8 @@ pub struct IngestSettings {
     pub chunking: ChunkingParams,
     /// Bounds on parsing one document.
     pub parse_limits: ParseLimits,
+    /// Bounds on the text and chunks one document may become.
+    pub output_limits: OutputLimits,
     /// Longest a worker may spend parsing one document before it is failed.
     pub time_budget: std::time::Duration,
     /// Longest the server-side steps after parsing (screening, embedding, indexing) may take
@@ -461,6 +463,7 @@ impl Ingest {
             content_type: job.content_type.clone(),
             chunking: self.settings.chunking,
             limits: self.settings.parse_limits,
+            output: self.settings.output_limits,
         };
         parse_isolated(&self.settings.isolation, parse, self.settings.time_budget).await
     }

@@ -106,6 +106,7 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
                 max_upload_bytes: config.limits.max_upload_bytes,
                 chunking: config.chunking,
                 parse_limits: config.parsing.limits(),
+                output_limits: config.parsing.output_limits(),
                 time_budget: Duration::from_secs(config.workers.time_budget_seconds),
                 index_time_budget: Duration::from_secs(config.workers.index_time_budget_seconds),
                 isolation: config.parsing.isolation()?,

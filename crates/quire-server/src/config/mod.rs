@@ -177,6 +177,9 @@ impl Config {
         self.store_location()?;
         self.files.validate(&self.data_dir)?;
         self.limits.validate()?;
+        if self.parsing.max_text_mb == 0 || self.parsing.max_chunks == 0 {
+            bail!("parsing.max_text_mb and parsing.max_chunks must be at least 1");
+        }
         if self.chunking.target_tokens < 16 {
             bail!("chunking.target_tokens must be at least 16");
         }
