@@ -15,7 +15,7 @@ use quire_core::{
     SourceRecord, SourceScope, SourceType,
 };
 use quire_ingest::clean_file_name;
-use quire_store::Created;
+use quire_store::{Created, DocumentProgress};
 use serde_json::{Value, json};
 
 use super::audit;
@@ -143,22 +143,54 @@ pub(crate) async fn create(
     Ok(Redirect::to(&format!("/admin/sources/{}", source.id)).into_response())
 }
 
-fn status_cell(doc: &DocumentRecord) -> String {
-    match (&doc.status, &doc.error) {
-        (DocumentStatus::Failed, Some(error)) => format!(
+fn status_cell(doc: &DocumentRecord, progress: Option<&DocumentProgress>) -> String {
+    match (&doc.status, &doc.error, progress) {
+        (DocumentStatus::Failed, Some(error), _) => format!(
             r#"<td class="status status-failed">{}: {}</td>"#,
             doc.status.as_str(),
             esc(error)
         ),
+        (_, _, Some(progress)) => format!(
+            r#"<td class="status">{} ({})</td>"#,
+            doc.status.as_str(),
+            progress_text(progress)
+        ),
         _ => format!(r#"<td class="status">{}</td>"#, doc.status.as_str()),
     }
+}
+
+/// A document's progress in words: `embedding 120/400 chunks`, or the stage alone.
+fn progress_text(progress: &DocumentProgress) -> String {
+    match (progress.done, progress.total) {
+        (Some(done), Some(total)) => format!("{} {done}/{total} chunks", progress.stage),
+        _ => progress.stage.as_str().to_owned(),
+    }
+}
+
+/// The progress of each document among `docs` that is being processed (a query per such
+/// document: a source has few of them at any moment).
+async fn progress_of(
+    state: &AdminState,
+    docs: &[DocumentRecord],
+) -> Result<BTreeMap<DocumentId, DocumentProgress>, AdminError> {
+    let mut found = BTreeMap::new();
+    for doc in docs
+        .iter()
+        .filter(|d| d.status == DocumentStatus::Processing)
+    {
+        if let Some(progress) = state.app.store.document_progress(doc.id).await? {
+            found.insert(doc.id, progress);
+        }
+    }
+    Ok(found)
 }
 
 fn is_pending(status: DocumentStatus) -> bool {
     matches!(status, DocumentStatus::Queued | DocumentStatus::Processing)
 }
 
-/// Polls the statuses once a second while a document is still queued or processing.
+/// Polls the statuses (and the progress of documents being processed) once a second while a
+/// document is still queued or processing.
 const POLL_SCRIPT: &str = r#"<script>
 (function () {
   var table = document.getElementById("documents");
@@ -167,7 +199,7 @@ const POLL_SCRIPT: &str = r#"<script>
   function pending() {
     var cells = table.querySelectorAll("td.status");
     for (var i = 0; i < cells.length; i++) {
-      var s = cells[i].textContent.split(":")[0];
+      var s = cells[i].textContent.split(/[:(]/)[0].trim();
       if (s === "queued" || s === "processing") return true;
     }
     return false;
@@ -183,7 +215,8 @@ const POLL_SCRIPT: &str = r#"<script>
         if (!row) return;
         var cell = row.querySelector("td.status");
         var s = all[id];
-        cell.textContent = s.error ? s.status + ": " + s.error : s.status;
+        cell.textContent = s.error ? s.status + ": " + s.error
+          : s.progress ? s.status + " (" + s.progress + ")" : s.status;
         cell.className = s.status === "failed" ? "status status-failed" : "status";
         var chunks = row.querySelector("td.chunks");
         if (chunks) chunks.textContent = s.chunkCount;
@@ -217,6 +250,7 @@ pub(crate) async fn show(
         .list_documents(&SourceScope::All, source.id)
         .await?
         .unwrap_or_default();
+    let progress = progress_of(&state, &docs).await?;
     let mut rows = String::new();
     for doc in &docs {
         let _ = write!(
@@ -224,7 +258,7 @@ pub(crate) async fn show(
             r#"<tr data-document-id="{id}"><td><a class="document-link" href="/admin/documents/{id}">{name}</a></td>{status}<td class="chunks">{chunks}</td><td>{size}</td><td>{created}</td></tr>"#,
             id = doc.id,
             name = esc(&doc.name),
-            status = status_cell(doc),
+            status = status_cell(doc, progress.get(&doc.id)),
             chunks = doc.chunk_count,
             size = doc.size,
             created = time(doc.created_at),
@@ -269,7 +303,8 @@ pub(crate) async fn show(
     Ok(page(NAV, &source.name, &signed.csrf, &body).into_response())
 }
 
-/// GET /admin/sources/{id}/statuses: `{documentId: {status, error, chunkCount}}`.
+/// GET /admin/sources/{id}/statuses: `{documentId: {status, error, chunkCount, progress}}`
+/// (`progress` in words, for documents being processed).
 pub(crate) async fn statuses(
     State(state): State<AdminState>,
     signed: Signed,
@@ -284,12 +319,18 @@ pub(crate) async fn statuses(
         .list_documents(&SourceScope::All, source.id)
         .await?
         .unwrap_or_default();
+    let progress = progress_of(&state, &docs).await?;
     let all: serde_json::Map<String, Value> = docs
         .iter()
         .map(|d| {
             (
                 d.id.to_string(),
-                json!({"status": d.status.as_str(), "error": d.error, "chunkCount": d.chunk_count}),
+                json!({
+                    "status": d.status.as_str(),
+                    "error": d.error,
+                    "chunkCount": d.chunk_count,
+                    "progress": progress.get(&d.id).map(progress_text),
+                }),
             )
         })
         .collect();
