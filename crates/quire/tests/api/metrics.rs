@@ -36,9 +36,21 @@ async fn metrics_are_scraped_with_requests_documents_stages_and_pool() {
     let server = TestServer::start_with(|c| {
         c.metrics.bind = Some(format!("127.0.0.1:{port}"));
         c.embedding.model_dir = Some(model_dir());
+        c.webhooks.allow_private_targets = true;
     })
     .await;
     let key = server.key(Permission::ReadWrite).await;
+    // A webhook nobody listens at: its delivery ends `unreachable`.
+    let admin = server.key(Permission::Admin).await;
+    let hook = format!("http://127.0.0.1:{}/hook", free_port());
+    let created = server
+        .post_json(
+            &admin,
+            "/api/v1/webhooks",
+            &json!({"url": hook, "events": ["document.ready"]}),
+        )
+        .await;
+    assert_eq!(created.status(), StatusCode::CREATED);
     let limited = server
         .key_with(Permission::Read, SourceScope::All, Some(1))
         .await;
@@ -63,17 +75,36 @@ async fn metrics_are_scraped_with_requests_documents_stages_and_pool() {
         server.get(&key, "/metrics").await.status(),
         StatusCode::NOT_FOUND
     );
-    let scraped = reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
-        .await
-        .unwrap();
-    assert_eq!(scraped.status(), StatusCode::OK);
-    assert!(
-        scraped.headers()["content-type"]
-            .to_str()
-            .unwrap()
-            .starts_with("text/plain")
-    );
-    let text = scraped.text().await.unwrap();
+    // Scraped until the webhook's delivery has been attempted (it runs in the background).
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    let text = loop {
+        let scraped = reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
+            .await
+            .unwrap();
+        assert_eq!(scraped.status(), StatusCode::OK);
+        assert!(
+            scraped.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("text/plain")
+        );
+        let text = scraped.text().await.unwrap();
+        let delivered = value(
+            &text,
+            "quire_webhook_deliveries_total",
+            &[("outcome", "unreachable")],
+        );
+        if delivered.is_some_and(|n| n >= 1.0) {
+            break text;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no delivery: {text}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let timed = value(&text, "quire_webhook_delivery_duration_seconds_count", &[]);
+    assert!(timed.is_some_and(|n| n >= 1.0), "{text}");
 
     // Requests by matched route and status, never by raw path (the recorder is shared by the
     // servers of this test process, hence "at least").
