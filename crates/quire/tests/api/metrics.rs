@@ -67,6 +67,17 @@ async fn metrics_are_scraped_with_requests_documents_stages_and_pool() {
     for _ in 0..2 {
         server.search(&limited, json!({"query": "pump"})).await;
     }
+    // One answer (the extractive answerer), read to the end of its stream.
+    let answer = server
+        .client
+        .post(server.url("/api/v1/generate"))
+        .bearer_auth(&key)
+        .json(&json!({"query": "How do I prime the pump?"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::OK);
+    answer.text().await.unwrap();
     let missing = server.get(&key, "/api/v1/no-such-thing-4711").await;
     assert_eq!(missing.status(), StatusCode::NOT_FOUND);
 
@@ -180,7 +191,12 @@ async fn metrics_are_scraped_with_requests_documents_stages_and_pool() {
     let embedded = value(&text, "quire_chunks_embedded_total", &[]);
     assert!(embedded.is_some_and(|n| n >= 1.0), "{text}");
 
-    // The generation queue is idle; the pool has connections and a bound.
+    // The answer took a slot (at once: it waited 0 s); the queue is idle again.
+    let waited = value(&text, "quire_generation_queue_wait_seconds_count", &[]);
+    assert!(waited.is_some_and(|n| n >= 1.0), "{text}");
+    assert_eq!(value(&text, "quire_generation_running", &[]), Some(0.0));
+    assert!(value(&text, "quire_generation_slots", &[]).is_some_and(|n| n >= 1.0));
+    // The pool has connections and a bound.
     assert_eq!(
         value(&text, "quire_generation_queue_length", &[]),
         Some(0.0)
