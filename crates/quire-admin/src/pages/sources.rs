@@ -228,6 +228,30 @@ const POLL_SCRIPT: &str = r#"<script>
 })();
 </script>"#;
 
+/// On a document's page while it is queued or processing: polls its source's statuses once a
+/// second, shows the status and progress, and reloads the page once processing has ended (so
+/// the extracted text appears).
+const DOCUMENT_POLL_SCRIPT: &str = r#"<script>
+(function () {
+  var cell = document.getElementById("document-status");
+  if (!cell || !window.fetch) return;
+  var url = cell.getAttribute("data-statuses");
+  var id = cell.getAttribute("data-document-id");
+  function poll() {
+    fetch(url, {credentials: "same-origin"}).then(function (r) {
+      return r.ok ? r.json() : null;
+    }).then(function (all) {
+      var s = all && all[id];
+      if (!s) { setTimeout(poll, 1000); return; }
+      if (s.status !== "queued" && s.status !== "processing") { window.location.reload(); return; }
+      cell.textContent = s.progress ? s.status + " (" + s.progress + ")" : s.status;
+      setTimeout(poll, 1000);
+    }, function () { setTimeout(poll, 1000); });
+  }
+  setTimeout(poll, 1000);
+})();
+</script>"#;
+
 async fn source_of(state: &AdminState, id: &str) -> Result<Option<SourceRecord>, AdminError> {
     let Ok(id) = id.parse::<SourceId>() else {
         return Ok(None);
@@ -504,6 +528,11 @@ pub(crate) async fn document(
         return Ok(not_found(&signed, "document"));
     };
     let chunks = state.app.store.document_chunks(doc.id).await?;
+    let progress = progress_of(&state, std::slice::from_ref(&doc)).await?;
+    let status = match progress.get(&doc.id) {
+        Some(progress) => format!("{} ({})", doc.status, progress_text(progress)),
+        None => doc.status.as_str().to_owned(),
+    };
     let mut pages: BTreeMap<u32, Vec<&str>> = BTreeMap::new();
     for chunk in &chunks {
         pages.entry(chunk.page).or_default().push(&chunk.content);
@@ -523,7 +552,7 @@ pub(crate) async fn document(
         r#"<h1>{name}</h1>
 <div class="table"><table>
 <tbody>
-<tr><th scope="row">Status</th><td class="status" id="document-status">{status}</td></tr>
+<tr><th scope="row">Status</th><td class="status" id="document-status" data-statuses="/admin/sources/{source}/statuses" data-document-id="{id}">{status}</td></tr>
 <tr><th scope="row">Chunks</th><td>{chunks}</td></tr>
 <tr><th scope="row">Pages</th><td>{page_count}</td></tr>
 <tr><th scope="row">Error</th><td>{error}</td></tr>
@@ -537,9 +566,15 @@ pub(crate) async fn document(
 <div><input type="checkbox" id="confirm-delete" name="confirm" value="yes" required> <label for="confirm-delete">Delete this document, its text and its original file; this cannot be undone</label></div>
 <button type="submit" class="danger" id="delete-button">Delete document</button>
 </form>
-<p><a href="/admin/sources/{source}">Back to the source</a></p>"#,
+<p><a href="/admin/sources/{source}">Back to the source</a></p>
+{script}"#,
         name = esc(&doc.name),
-        status = doc.status.as_str(),
+        status = esc(&status),
+        script = if is_pending(doc.status) {
+            DOCUMENT_POLL_SCRIPT
+        } else {
+            ""
+        },
         chunks = doc.chunk_count,
         page_count = doc.page_count,
         error = esc(doc.error.as_deref().unwrap_or("—")),

@@ -588,4 +588,18 @@ async fn the_source_page_shows_the_progress_of_a_document_being_processed() {
     // The page polls while the document is processing.
     assert!(page.contains("data-statuses"), "{page}");
     assert!(page.contains("<script>"), "{page}");
+    let detail = text(
+        &server,
+        &format!("/admin/documents/{}", job.document_id),
+        &cookie,
+    )
+    .await;
+    assert!(
+        detail.contains(">processing (embedding 120/400 chunks)</td>"),
+        "{detail}"
+    );
+    assert!(
+        detail.contains("<script>"),
+        "the document's page polls too: {detail}"
+    );
 }
