@@ -10,5 +10,6 @@ pub mod bench_vectors;
 pub mod eval;
 pub mod eval_pii;
 pub mod eval_retrieval;
+mod progress;
 mod retrieval_metrics;
 mod text_quality;

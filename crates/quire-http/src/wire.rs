@@ -4,6 +4,7 @@
 use quire_app::search::SearchResult;
 use quire_core::wire_timestamp as iso;
 use quire_core::{DocumentRecord, SourceRecord};
+use quire_store::DocumentProgress;
 use serde::Serialize;
 
 use crate::error::ErrorBody;
@@ -68,6 +69,35 @@ pub struct DocumentJson {
     sha256: String,
     created_at: String,
     updated_at: String,
+    /// How far processing has come, while the document is `processing` (detail only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    progress: Option<ProgressJson>,
+}
+
+impl DocumentJson {
+    /// The record with its processing progress, when there is any.
+    pub fn with_progress(mut self, progress: Option<&DocumentProgress>) -> Self {
+        self.progress = progress.map(|p| ProgressJson {
+            stage: p.stage.as_str(),
+            done: p.done,
+            total: p.total,
+            updated_at: iso(p.updated_at),
+        });
+        self
+    }
+}
+
+/// `progress` of a document being processed: its stage and, when the stage counts units
+/// (chunks embedded), how many of how many.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProgressJson {
+    stage: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    done: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    total: Option<u64>,
+    updated_at: String,
 }
 
 impl From<&DocumentRecord> for DocumentJson {
@@ -85,6 +115,7 @@ impl From<&DocumentRecord> for DocumentJson {
             sha256: d.sha256.clone(),
             created_at: iso(d.created_at),
             updated_at: iso(d.updated_at),
+            progress: None,
         }
     }
 }

@@ -166,6 +166,9 @@ impl App {
     pub fn router(&self) -> Router {
         quire_http::router(self.state.clone())
             .merge(quire_admin::router(self.state.services.clone()))
+            // A route layer, so the matched route is known (unmatched paths are not counted by
+            // route: their label would be whatever a client makes up).
+            .route_layer(axum::middleware::from_fn(crate::metrics::track))
     }
 
     /// The use cases' services (for in-process tools such as `quire bench`).
@@ -181,6 +184,23 @@ impl App {
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
+        // First, so a metrics address that cannot be used stops the start before any work.
+        let metrics = match self.config.metrics.address()? {
+            Some(address) => {
+                let handle = crate::metrics::recorder()?;
+                let listener = TcpListener::bind(address).await.with_context(|| {
+                    format!("could not listen for metrics on {address} (metrics.bind)")
+                })?;
+                tracing::info!(%address, "Prometheus metrics at /metrics");
+                let router = crate::metrics::router(handle, self.state.services.clone());
+                Some(tokio::spawn(async move {
+                    if let Err(e) = axum::serve(listener, router).await {
+                        tracing::error!(error = %e, "the metrics listener failed");
+                    }
+                }))
+            }
+            None => None,
+        };
         // On the embedded store this process owns the data directory (the index lock proves
         // it), so any job still marked running, and any outbox claim, belongs to a process that
         // died: put those jobs back in the queue and release those claims (their events are
@@ -283,6 +303,9 @@ impl App {
         .await
         .context("HTTP server failed");
         housekeeping.abort();
+        if let Some(metrics) = metrics {
+            metrics.abort();
+        }
         if let Some(backfill) = backfill {
             backfill.abort();
         }

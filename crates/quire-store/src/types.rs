@@ -392,3 +392,73 @@ pub struct AuditEntry {
     /// Human-readable specifics (never a secret).
     pub detail: String,
 }
+
+/// The step a document being processed is at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProcessingStage {
+    /// Text is being extracted from the original and cut into chunks.
+    Parsing,
+    /// The chunks are being screened for personal data.
+    Screening,
+    /// The chunks are being embedded for semantic search.
+    Embedding,
+    /// The chunks are being written to the keyword and vector indexes.
+    Indexing,
+}
+
+impl ProcessingStage {
+    /// The wire name (`parsing`, `screening`, `embedding`, `indexing`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Parsing => "parsing",
+            Self::Screening => "screening",
+            Self::Embedding => "embedding",
+            Self::Indexing => "indexing",
+        }
+    }
+}
+
+impl fmt::Display for ProcessingStage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for ProcessingStage {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s {
+            "parsing" => Self::Parsing,
+            "screening" => Self::Screening,
+            "embedding" => Self::Embedding,
+            "indexing" => Self::Indexing,
+            other => return Err(format!("unknown processing stage {other:?}")),
+        })
+    }
+}
+
+/// How far the processing of a document has come: its stage and, when the stage counts
+/// something (chunks embedded), how many of how many.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocumentProgress {
+    /// The current step.
+    pub stage: ProcessingStage,
+    /// Units of the stage done (chunks embedded), when the stage counts any.
+    pub done: Option<u64>,
+    /// Units the stage has in all, when known.
+    pub total: Option<u64>,
+    /// When the worker last reported.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// How the store's connection pool is used right now (for the metrics endpoint).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Connections open (idle and in use).
+    pub size: u32,
+    /// Open connections not in use.
+    pub idle: u32,
+    /// Most connections the pool opens.
+    pub max: u32,
+}

@@ -22,6 +22,8 @@ use quire_store::{
 mod harness;
 #[path = "conformance/admin.rs"]
 mod admin;
+#[path = "conformance/progress.rs"]
+mod progress;
 #[path = "conformance/reviews.rs"]
 mod reviews;
 #[path = "conformance/webhooks.rs"]
@@ -29,6 +31,7 @@ mod webhooks;
 
 use admin::{audit_log_is_newest_first, dashboard_counts, password_and_sessions};
 use harness::TestDb;
+use progress::{pool_stats_are_consistent, progress_is_shown_only_while_processing};
 use reviews::a_decision_replaces_the_findings_and_the_name;
 use webhooks::{
     a_claimed_delivery_comes_back_when_its_claim_runs_out, a_logged_delivery_never_comes_back,
@@ -68,6 +71,8 @@ conformance! {
         password_and_sessions,
         audit_log_is_newest_first,
         dashboard_counts,
+        progress_is_shown_only_while_processing,
+        pool_stats_are_consistent,
     ],
     // Stories that open several handles on one database: other processes, other nodes, or
     // the same one after a restart.

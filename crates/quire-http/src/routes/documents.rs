@@ -3,6 +3,7 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use quire_core::DocumentStatus;
 
 use super::{DocumentPath, SourcePath};
 use crate::auth::{Read, ReadWrite, Require};
@@ -33,7 +34,14 @@ pub(super) async fn get(
         .get_document(caller.scope(), id, doc_id)
         .await?
         .ok_or_else(|| document_not_found(doc_id))?;
-    Ok(Json(DocumentJson::from(&document)))
+    // Only a document being processed has progress; the others save the query.
+    let progress = match document.status {
+        DocumentStatus::Processing => state.store.document_progress(doc_id).await?,
+        _ => None,
+    };
+    Ok(Json(
+        DocumentJson::from(&document).with_progress(progress.as_ref()),
+    ))
 }
 
 pub(super) async fn delete(

@@ -13,6 +13,7 @@ mod files;
 mod limits;
 mod llm;
 mod log;
+mod metrics;
 mod parsing;
 mod pii;
 mod search;
@@ -32,6 +33,7 @@ pub use self::files::{FilesConfig, FilesLocation};
 pub use self::limits::LimitsConfig;
 pub use self::llm::LlmConfig;
 pub use self::log::LogConfig;
+pub use self::metrics::MetricsConfig;
 pub use self::parsing::ParsingConfig;
 pub use self::pii::PiiConfig;
 pub use self::search::SearchConfig;
@@ -71,6 +73,8 @@ pub struct Config {
     pub store: StoreConfig,
     /// Where original files live.
     pub files: FilesConfig,
+    /// The Prometheus endpoint.
+    pub metrics: MetricsConfig,
 }
 
 impl Default for Config {
@@ -90,6 +94,7 @@ impl Default for Config {
             pii: PiiConfig::default(),
             store: StoreConfig::default(),
             files: FilesConfig::default(),
+            metrics: MetricsConfig::default(),
         }
     }
 }
@@ -192,6 +197,7 @@ impl Config {
         self.llm.validate()?;
         self.pii.policy()?;
         self.webhooks.validate()?;
+        self.metrics.validate()?;
         Ok(())
     }
 
@@ -302,6 +308,11 @@ const OPTIONAL_SETTINGS: &[(&str, &str, &str)] = &[
         "\"AKIA…\"  # unset: the usual AWS sources (environment, profile, role)",
     ),
     ("files", "secret_access_key", "\"…\"  # with access_key_id"),
+    (
+        "metrics",
+        "bind",
+        "\"127.0.0.1:9464\"  # Prometheus scrapes /metrics here; unset: no metrics endpoint",
+    ),
 ];
 
 /// Sets each optional setting whose environment variable is set; an empty value unsets it.

@@ -99,7 +99,7 @@ fn marker(i: usize) -> String {
 }
 
 fn upload_bytes(i: usize) -> (String, Vec<u8>) {
-    if i % BROKEN_EVERY == 0 {
+    if i.is_multiple_of(BROKEN_EVERY) {
         // Distinct bytes: the same bytes twice would be one document.
         (
             format!("broken-{i}.pdf"),
@@ -222,7 +222,7 @@ async fn killing_the_server_mid_work_loses_and_repeats_nothing() {
     assert_eq!(docs.len(), DOCUMENTS, "no upload lost and none doubled");
     for doc in docs {
         let i = ids[doc["id"].as_str().unwrap()];
-        if i % BROKEN_EVERY == 0 {
+        if i.is_multiple_of(BROKEN_EVERY) {
             assert_eq!(doc["status"], "failed", "{doc}");
             assert!(!doc["error"].as_str().unwrap_or("").is_empty(), "{doc}");
         } else {
@@ -232,7 +232,7 @@ async fn killing_the_server_mid_work_loses_and_repeats_nothing() {
     }
 
     // Each chunk is in the index once: a document's own word finds exactly its one chunk.
-    for (id, i) in ids.iter().filter(|(_, i)| *i % BROKEN_EVERY != 0) {
+    for (id, i) in ids.iter().filter(|(_, i)| !i.is_multiple_of(BROKEN_EVERY)) {
         let found: Value = client
             .post(server.url("/api/v1/search"))
             .bearer_auth(&key)
@@ -279,7 +279,7 @@ async fn killing_the_server_mid_work_loses_and_repeats_nothing() {
             wanted.contains(doc.as_str()),
             "an event for an unknown document"
         );
-        let expected = if ids[&doc] % BROKEN_EVERY == 0 {
+        let expected = if ids[&doc].is_multiple_of(BROKEN_EVERY) {
             "document.failed"
         } else {
             "document.ready"
