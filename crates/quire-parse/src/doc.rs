@@ -213,7 +213,10 @@ fn push_paragraphs(out: &mut BlockBuilder, text: &str) {
             }
             // A cell ends with a cell mark; a second mark in a row ends the table row.
             '\u{7}' if last_was_cell || paragraph.trim().is_empty() => flush(out, &mut paragraph),
-            '\u{7}' => paragraph.push_str(" | "),
+            '\u{7}' => {
+                paragraph.truncate(paragraph.trim_end().len());
+                paragraph.push_str(" | ");
+            }
             '\u{0B}' => paragraph.push('\n'),
             '\t' => paragraph.push('\t'),
             '\u{1E}' => paragraph.push('-'),

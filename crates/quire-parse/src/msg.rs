@@ -402,6 +402,23 @@ mod tests {
     }
 
     #[test]
+    fn rtf_body_when_there_is_neither_plain_nor_html() {
+        let rtf = br"{\rtf1\ansi{\pard Valve held at 12 bar.\par}}";
+        // Stored uncompressed ("MELA"): size after the first field, raw size, type, CRC.
+        let mut stream = ((rtf.len() + 12) as u32).to_le_bytes().to_vec();
+        stream.extend((rtf.len() as u32).to_le_bytes());
+        stream.extend(0x414C_454Du32.to_le_bytes());
+        stream.extend(0u32.to_le_bytes());
+        stream.extend(rtf);
+        let file = compound(&[("/__substg1.0_10090102", &stream)]);
+        let parsed = parse(&file, &ParseLimits::default(), 0).unwrap();
+        assert_eq!(
+            shape(&parsed.blocks),
+            vec![(1, "", "Valve held at 12 bar.")]
+        );
+    }
+
+    #[test]
     fn attachments_stop_at_the_depth_limit() {
         let inner = compound(&[("/__substg1.0_1000001F", &utf16("Inner body."))]);
         let file = compound(&[

@@ -42,7 +42,7 @@ fn word_97_documents_keep_their_paragraphs_and_tables() {
     assert_eq!(doc.format, Format::Doc);
     assert_eq!(
         text(&doc),
-        "[1 ] Header Col 1  | Header Col 2\n\
+        "[1 ] Header Col 1 | Header Col 2\n\
          [1 ] A bold italic bold-italic example | A Link example\n\
          [1 ] I am a bold italic bold-italic text.\n\
          [1 ] I am a normal text."
