@@ -6,7 +6,11 @@
 //! bytes of `WordDocument`, either 8-bit (Windows-1252, "compressed") or UTF-16. Paragraphs end
 //! at `\r`; field codes (between the field-begin and field-separator marks) are dropped and
 //! their results kept; table cells are joined with ` | `; a manual page break starts a page.
-//! Styles (and so headings), headers, footers, footnotes and text boxes are not read.
+//! Paragraphs in Word's built-in heading styles become sections (their style index comes from
+//! the paragraph property pages, the style's identity from the style sheet). Headers, footers,
+//! footnotes and text boxes are not read.
+
+use std::collections::HashMap;
 
 use crate::blocks::BlockBuilder;
 use crate::ole::{Ole, cp1252, malformed, u16_at, u32_at, utf16le};
@@ -33,9 +37,16 @@ pub(crate) fn parse(bytes: &[u8], limits: &ParseLimits) -> Result<Extracted, Par
             &format!("the table stream {} is missing", fib.table_stream()),
         )
     })?;
-    let text = main_text(&word, &table, &fib)?;
+    let (text, marks) = main_text(&word, &table, &fib)?;
+    let levels = heading_styles(&table, fib.styles);
+    let runs = paragraph_styles(&word, &table, fib.paragraphs);
+    let heading_level = |fc: u32| {
+        let i = runs.partition_point(|(start, _, _)| *start <= fc);
+        let (_, end, istd) = runs.get(i.checked_sub(1)?)?;
+        (fc < *end).then(|| levels.get(istd).copied()).flatten()
+    };
     let mut out = BlockBuilder::new();
-    push_paragraphs(&mut out, &text);
+    push_paragraphs(&mut out, &text, marks.into_iter().map(heading_level));
     Ok(out.into())
 }
 
@@ -45,6 +56,10 @@ struct Fib {
     ccp_text: u32,
     fc_clx: u32,
     lcb_clx: u32,
+    /// The style sheet (`fcStshf`/`lcbStshf`) in the table stream.
+    styles: (u32, u32),
+    /// The paragraph property index (`fcPlcfBtePapx`/`lcbPlcfBtePapx`) in the table stream.
+    paragraphs: (u32, u32),
 }
 
 impl Fib {
@@ -85,11 +100,20 @@ impl Fib {
         }
         let fc_clx = u32_at(word, rg_fc_lcb + 33 * 8).ok_or_else(short)?;
         let lcb_clx = u32_at(word, rg_fc_lcb + 33 * 8 + 4).ok_or_else(short)?;
+        let pair = |index: usize| -> Result<(u32, u32), ParseError> {
+            let at = rg_fc_lcb + index * 8;
+            Ok((
+                u32_at(word, at).ok_or_else(short)?,
+                u32_at(word, at + 4).ok_or_else(short)?,
+            ))
+        };
         Ok(Self {
             one_table: flags & 0x0200 != 0,
             ccp_text,
             fc_clx,
             lcb_clx,
+            styles: pair(1)?,
+            paragraphs: pair(13)?,
         })
     }
 
@@ -107,8 +131,9 @@ struct Piece {
     compressed: bool,
 }
 
-/// The main document text (the first `ccpText` characters), with Word's marks still in it.
-fn main_text(word: &[u8], table: &[u8], fib: &Fib) -> Result<String, ParseError> {
+/// The main document text (the first `ccpText` characters), with Word's marks still in it,
+/// and the file offset of each paragraph mark (`\r`) in it, in order.
+fn main_text(word: &[u8], table: &[u8], fib: &Fib) -> Result<(String, Vec<u32>), ParseError> {
     let clx = usize::try_from(fib.fc_clx)
         .ok()
         .zip(usize::try_from(fib.lcb_clx).ok())
@@ -116,6 +141,7 @@ fn main_text(word: &[u8], table: &[u8], fib: &Fib) -> Result<String, ParseError>
         .ok_or_else(|| malformed(WHAT, "the piece table lies outside the table stream"))?;
     let pieces = pieces(clx)?;
     let mut text = String::new();
+    let mut marks = Vec::new();
     for piece in pieces {
         let end = piece.end.min(fib.ccp_text);
         if piece.start >= end {
@@ -131,13 +157,92 @@ fn main_text(word: &[u8], table: &[u8], fib: &Fib) -> Result<String, ParseError>
             .checked_add(count * width)
             .and_then(|stop| word.get(at..stop))
             .ok_or_else(|| malformed(WHAT, "a piece of text lies outside the document stream"))?;
-        text.push_str(&if piece.compressed {
-            cp1252(bytes)
+        if piece.compressed {
+            text.push_str(&cp1252(bytes));
+            marks.extend(
+                (0..bytes.len())
+                    .filter(|&i| bytes[i] == b'\r')
+                    .map(|i| (at + i) as u32),
+            );
         } else {
-            utf16le(bytes)
-        });
+            text.push_str(&utf16le(bytes));
+            marks.extend(
+                (0..bytes.len() / 2)
+                    .filter(|&i| bytes[2 * i] == b'\r' && bytes[2 * i + 1] == 0)
+                    .map(|i| (at + 2 * i) as u32),
+            );
+        }
     }
-    Ok(text)
+    Ok((text, marks))
+}
+
+/// Heading levels by style index: Word's built-in styles `heading 1`–`heading 9` have the
+/// style identifiers 1–9 whatever their display name. An unreadable style sheet means no
+/// headings, not a failed document.
+fn heading_styles(table: &[u8], (at, len): (u32, u32)) -> HashMap<u16, usize> {
+    let mut levels = HashMap::new();
+    let Some(stsh) = table.get(at as usize..(at as usize).saturating_add(len as usize)) else {
+        return levels;
+    };
+    let (Some(header_len), Some(count)) = (u16_at(stsh, 0), u16_at(stsh, 2)) else {
+        return levels;
+    };
+    let mut pos = 2 + usize::from(header_len);
+    for istd in 0..count {
+        let Some(size) = u16_at(stsh, pos) else {
+            break;
+        };
+        if size >= 2
+            && let Some(sti) = u16_at(stsh, pos + 2).map(|v| v & 0x0FFF)
+            && (1..=9).contains(&sti)
+        {
+            levels.insert(istd, usize::from(sti));
+        }
+        pos += 2 + usize::from(size);
+    }
+    levels
+}
+
+/// The style index of the paragraph whose mark is at each file offset, from the paragraph
+/// property pages (`PlcBtePapx` → 512-byte `PapxFkp` pages of `WordDocument`).
+fn paragraph_styles(word: &[u8], table: &[u8], (at, len): (u32, u32)) -> Vec<(u32, u32, u16)> {
+    let mut runs = Vec::new();
+    let Some(plc) = table.get(at as usize..(at as usize).saturating_add(len as usize)) else {
+        return runs;
+    };
+    if plc.len() < 4 {
+        return runs;
+    }
+    let n = (plc.len() - 4) / 8;
+    for i in 0..n {
+        let Some(pn) = u32_at(plc, (n + 1) * 4 + i * 4).map(|v| (v & 0x3F_FFFF) as usize) else {
+            break;
+        };
+        let Some(page) = word.get(pn * 512..pn * 512 + 512) else {
+            continue;
+        };
+        let runs_on_page = usize::from(page[511]);
+        for r in 0..runs_on_page {
+            let (Some(start), Some(end)) = (u32_at(page, r * 4), u32_at(page, r * 4 + 4)) else {
+                break;
+            };
+            let Some(&offset) = page.get(4 * (runs_on_page + 1) + 13 * r) else {
+                break;
+            };
+            let at = usize::from(offset) * 2;
+            let istd = match page.get(at) {
+                _ if offset == 0 => Some(0),
+                Some(0) => u16_at(page, at + 2),
+                Some(_) => u16_at(page, at + 1),
+                None => None,
+            };
+            if let Some(istd) = istd {
+                runs.push((start, end, istd));
+            }
+        }
+    }
+    runs.sort_unstable();
+    runs
 }
 
 /// The pieces of a Clx: property runs (`Prc`, type 1) are skipped, then the `Pcdt` (type 2)
@@ -181,19 +286,30 @@ fn pieces(clx: &[u8]) -> Result<Vec<Piece>, ParseError> {
 }
 
 /// Splits Word's text into paragraphs, dropping field codes and control marks.
-fn push_paragraphs(out: &mut BlockBuilder, text: &str) {
+/// `levels` gives, for each paragraph mark in turn, the heading level of its paragraph.
+fn push_paragraphs(
+    out: &mut BlockBuilder,
+    text: &str,
+    mut levels: impl Iterator<Item = Option<usize>>,
+) {
     let mut paragraph = String::new();
     // For each open field: whether its separator has been seen (its result is visible).
     let mut fields: Vec<bool> = Vec::new();
     let mut last_was_cell = false;
-    let flush = |out: &mut BlockBuilder, paragraph: &mut String| {
+    let mut level = None;
+    let flush = |out: &mut BlockBuilder, paragraph: &mut String, level: Option<usize>| {
         let line = paragraph.trim().trim_end_matches('|').trim_end().to_owned();
-        if !line.is_empty() {
-            out.push_paragraph(&line);
+        match level {
+            Some(level) if !line.is_empty() => out.heading(level, &line),
+            _ if !line.is_empty() => out.push_paragraph(&line),
+            _ => {}
         }
         paragraph.clear();
     };
     for c in text.chars() {
+        if c == '\r' {
+            level = levels.next().flatten();
+        }
         let cell = c == '\u{7}';
         match c {
             '\u{13}' => fields.push(false),
@@ -206,13 +322,15 @@ fn push_paragraphs(out: &mut BlockBuilder, text: &str) {
                 fields.pop();
             }
             _ if fields.iter().any(|separated| !separated) => {}
-            '\r' | '\u{0E}' => flush(out, &mut paragraph),
+            '\r' | '\u{0E}' => flush(out, &mut paragraph, level.take()),
             '\u{0C}' => {
-                flush(out, &mut paragraph);
+                flush(out, &mut paragraph, None);
                 out.page_break();
             }
             // A cell ends with a cell mark; a second mark in a row ends the table row.
-            '\u{7}' if last_was_cell || paragraph.trim().is_empty() => flush(out, &mut paragraph),
+            '\u{7}' if last_was_cell || paragraph.trim().is_empty() => {
+                flush(out, &mut paragraph, None)
+            }
             '\u{7}' => {
                 paragraph.truncate(paragraph.trim_end().len());
                 paragraph.push_str(" | ");
@@ -227,7 +345,7 @@ fn push_paragraphs(out: &mut BlockBuilder, text: &str) {
         }
         last_was_cell = cell;
     }
-    flush(out, &mut paragraph);
+    flush(out, &mut paragraph, None);
 }
 
 #[cfg(test)]
