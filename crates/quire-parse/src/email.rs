@@ -89,7 +89,12 @@ fn render(message: &Message<'_>, out: &mut BlockBuilder, limits: &ParseLimits, d
 }
 
 /// Appends an attachment's blocks, its page 1 becoming `first_page`.
-fn append_all(out: &mut BlockBuilder, blocks: Vec<Block>, first_page: u32, section: &str) {
+pub(crate) fn append_all(
+    out: &mut BlockBuilder,
+    blocks: Vec<Block>,
+    first_page: u32,
+    section: &str,
+) {
     for block in blocks {
         let section = if block.section.is_empty() {
             section.to_owned()

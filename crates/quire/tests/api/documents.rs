@@ -337,7 +337,7 @@ async fn legacy_encodings_are_read_and_broken_files_fail_with_a_reason() {
         failed["error"]
             .as_str()
             .unwrap()
-            .contains("legacy Microsoft Office"),
+            .contains("Word 97-2003 document (.doc) is damaged or truncated"),
         "{failed}"
     );
 }
