@@ -13,6 +13,7 @@ mod formats;
 mod generate;
 mod helpers;
 mod isolation;
+mod mcp;
 mod model_fetch;
 mod pdf;
 mod rate_limits;
