@@ -10,6 +10,7 @@ check that a key revoked during a session is refused at its next call.
 
 import asyncio
 import base64
+import contextlib
 import json
 import sys
 
@@ -20,40 +21,28 @@ from mcp.shared.exceptions import MCPError
 ALL_TOOLS = {"search", "ask", "list_sources", "list_documents", "get_document", "upload_document"}
 
 
-class Session:
+@contextlib.asynccontextmanager
+async def Session(url, key):
     """One MCP session with one key (or none)."""
-
-    def __init__(self, url, key):
-        self.url = url
-        self.headers = {} if key is None else {"Authorization": f"Bearer {key}"}
-
-    async def __aenter__(self):
-        self.client = create_mcp_http_client(headers=self.headers)
-        await self.client.__aenter__()
-        self.transport = streamable_http_client(self.url, http_client=self.client)
-        read, write = await self.transport.__aenter__()
-        self.session = ClientSession(read, write)
-        await self.session.__aenter__()
-        return self.session
-
-    async def __aexit__(self, *exc):
-        await self.session.__aexit__(*exc)
-        await self.transport.__aexit__(*exc)
-        await self.client.__aexit__(*exc)
+    headers = {} if key is None else {"Authorization": f"Bearer {key}"}
+    async with create_mcp_http_client(headers=headers) as http:
+        async with streamable_http_client(url, http_client=http) as (read, write):
+            async with ClientSession(read, write) as session:
+                yield session
 
 
 def refused(result, code):
     """The tool result is a refusal with this code; returns its message."""
-    assert result.isError, f"expected a refusal ({code}), got {result}"
-    error = result.structuredContent["error"]
+    assert result.is_error, f"expected a refusal ({code}), got {result}"
+    error = result.structured_content["error"]
     assert error["code"] == code, f"expected {code}, got {error}"
     assert result.content[0].text.startswith(code), result.content
     return error["message"]
 
 
 def data(result):
-    assert not result.isError, f"the call was refused: {result.content}"
-    return result.structuredContent
+    assert not result.is_error, f"the call was refused: {result.content}"
+    return result.structured_content
 
 
 async def expect_rpc_error(call, *needles):
@@ -69,18 +58,18 @@ async def expect_rpc_error(call, *needles):
 async def tools_and_schemas(c):
     async with Session(c["url"], c["readWrite"]) as s:
         init = await s.initialize()
-        assert init.serverInfo.name == "quire"
+        assert init.server_info.name == "quire"
         assert "search" in (init.instructions or "")
         tools = {t.name: t for t in (await s.list_tools()).tools}
         assert set(tools) == ALL_TOOLS, set(tools)
         for tool in tools.values():
             assert len(tool.description) > 80, tool.name
-            assert tool.inputSchema["type"] == "object", tool.name
-        search = tools["search"].inputSchema
+            assert tool.input_schema["type"] == "object", tool.name
+        search = tools["search"].input_schema
         assert search["required"] == ["query"], search
         assert {"query", "sourceIds", "limit"} <= set(search["properties"]), search
         assert "description" in search["properties"]["sourceIds"]
-        assert {"question", "sourceIds", "conversationId"} <= set(tools["ask"].inputSchema["properties"])
+        assert {"question", "sourceIds", "conversationId"} <= set(tools["ask"].input_schema["properties"])
     async with Session(c["url"], c["read"]) as s:
         await s.initialize()
         names = {t.name for t in (await s.list_tools()).tools}
@@ -121,8 +110,8 @@ async def reading(c):
         uri = f"quire://sources/{a}/documents/{doc_a}"
         listed = [str(r.uri) for r in (await s.list_resources()).resources]
         assert listed == [uri], listed
-        templates = (await s.list_resource_templates()).resourceTemplates
-        assert templates[0].uriTemplate == "quire://sources/{sourceId}/documents/{documentId}"
+        templates = (await s.list_resource_templates()).resource_templates
+        assert templates[0].uri_template == "quire://sources/{sourceId}/documents/{documentId}"
         text = (await s.read_resource(uri)).contents[0].text
         assert "hangar" in text, text
         await expect_rpc_error(s.read_resource(f"quire://sources/{b}/documents/{doc_b}"), "not found")
@@ -209,7 +198,7 @@ async def bad_input(c):
             ({"query": "x", "limit": "ten"}, "ten"),
         ]:
             result = await s.call_tool("search", arguments)
-            assert result.isError, (arguments, result)
+            assert result.is_error, (arguments, result)
             assert needle in result.content[0].text, (needle, result.content[0].text)
         msg = refused(await s.call_tool("search", {"query": "x", "limit": 1000}), "bad_request")
         assert "limit" in msg
