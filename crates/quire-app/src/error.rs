@@ -34,6 +34,12 @@ pub enum AppError {
     /// The input is malformed or a parameter is invalid.
     #[error("{0}")]
     Invalid(String),
+    /// The caller sent no usable API key (missing, malformed, unknown or revoked).
+    #[error("{0}")]
+    Unauthorized(String),
+    /// The caller's key may not do this (its permission is too low, or its scope forbids it).
+    #[error("{0}")]
+    Forbidden(String),
     /// The resource does not exist or is outside the caller's scope (the two look alike).
     #[error("{0}")]
     NotFound(String),

@@ -177,6 +177,8 @@ impl From<AppError> for ApiError {
     fn from(e: AppError) -> Self {
         match e {
             AppError::Invalid(m) => Self::BadRequest(m),
+            AppError::Unauthorized(m) => Self::Unauthorized(m),
+            AppError::Forbidden(m) => Self::Forbidden(m),
             AppError::NotFound(m) => Self::NotFound(m),
             AppError::Conflict(m) => Self::Conflict(m),
             AppError::TooLarge(m) => Self::PayloadTooLarge(m),

@@ -162,10 +162,12 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
 
 impl App {
     /// The HTTP application: the Agent API (whose fallback answers every unknown path outside
-    /// `/admin` in the JSON error envelope) and the admin web interface under `/admin`.
+    /// `/admin` and `/mcp` in the JSON error envelope), the admin web interface under `/admin`
+    /// and the MCP server at `/mcp`.
     pub fn router(&self) -> Router {
         quire_http::router(self.state.clone())
             .merge(quire_admin::router(self.state.services.clone()))
+            .merge(quire_mcp::router(self.state.services.clone()))
             // A route layer, so the matched route is known (unmatched paths are not counted by
             // route: their label would be whatever a client makes up).
             .route_layer(axum::middleware::from_fn(crate::metrics::track))

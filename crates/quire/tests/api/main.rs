@@ -14,6 +14,7 @@ mod formats;
 mod generate;
 mod helpers;
 mod isolation;
+mod mcp;
 mod metrics;
 mod model_fetch;
 mod pdf;
