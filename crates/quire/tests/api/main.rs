@@ -14,6 +14,7 @@ mod generate;
 mod helpers;
 mod isolation;
 mod model_fetch;
+mod openapi;
 mod pdf;
 mod rate_limits;
 mod review;
