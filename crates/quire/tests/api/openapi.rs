@@ -150,7 +150,9 @@ async fn schemathesis_finds_nothing() {
         .args(["--header", &format!("Authorization: Bearer {admin}")])
         .args(["--seed", "16"])
         .args(["--request-timeout", "20"])
-        .args(["--workers", "2"])
+        // One worker: with two, Hypothesis sometimes fails in its own code (a race in its
+        // lambda-description cache: "AST constructor recursion depth mismatch").
+        .args(["--workers", "1"])
         .args(["--generation-database", "none"])
         .arg("--no-color")
         // Its reports and caches go to a scratch directory, not into the clone.
