@@ -6,34 +6,84 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use quire_core::Permission;
-use serde_json::{Value, json};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::AppState;
 use crate::auth::find_key;
 
-pub(super) async fn version(State(state): State<AppState>, headers: HeaderMap) -> Json<Value> {
+/// The running version.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = Version)]
+pub(super) struct VersionJson {
+    /// The crate version, dot-separated numbers.
+    #[schema(example = "0.1.0")]
+    version: &'static str,
+    /// Whether search is hybrid or keyword only.
+    semantic_search: SemanticSearchJson,
+}
+
+/// Semantic search: only `enabled` without an admin key; the other fields are for admins.
+#[derive(Debug, Default, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = SemanticSearch)]
+pub(super) struct SemanticSearchJson {
+    /// Whether an embedding model is loaded.
+    enabled: bool,
+    /// The model's id (admin, when enabled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<String>,
+    /// What computes the vectors (admin, when enabled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    engine: Option<String>,
+    /// Vector dimensions (admin, when enabled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dimensions: Option<usize>,
+    /// Passages with a vector (admin, when enabled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    embedded_chunks: Option<usize>,
+    /// Documents without vectors are being embedded (admin, when enabled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reembedding: Option<bool>,
+    /// Why it is off (admin, when disabled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+}
+
+/// The version and whether semantic search is on; no key needed (an admin key adds detail).
+#[utoipa::path(get, path = "/api/health/version", tag = "health", security(()),
+    responses((status = 200, description = "The version", body = VersionJson)))]
+pub(super) async fn version(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Json<VersionJson> {
     let admin = headers.contains_key(axum::http::header::AUTHORIZATION)
         && find_key(&state, &headers)
             .await
             .is_ok_and(|key| key.permission == Permission::Admin);
     let semantic = match (state.ingest.semantic(), admin) {
-        (Some(_), false) => json!({ "enabled": true }),
-        (None, false) => json!({ "enabled": false }),
-        (Some(semantic), true) => json!({
-            "enabled": true,
-            "model": semantic.embedder().model_id(),
-            "engine": semantic.embedder().engine(),
-            "dimensions": semantic.embedder().dimensions(),
-            "embeddedChunks": semantic.vectors().len(),
-            "reembedding": semantic.backfill_running(),
-        }),
-        (None, true) => json!({
-            "enabled": false,
-            "reason": &*state.semantic_note,
-        }),
+        (Some(_), false) => SemanticSearchJson {
+            enabled: true,
+            ..Default::default()
+        },
+        (None, false) => SemanticSearchJson::default(),
+        (Some(semantic), true) => SemanticSearchJson {
+            enabled: true,
+            model: Some(semantic.embedder().model_id().to_string()),
+            engine: Some(semantic.embedder().engine().to_string()),
+            dimensions: Some(semantic.embedder().dimensions()),
+            embedded_chunks: Some(semantic.vectors().len()),
+            reembedding: Some(semantic.backfill_running()),
+            ..Default::default()
+        },
+        (None, true) => SemanticSearchJson {
+            reason: Some(state.semantic_note.to_string()),
+            ..Default::default()
+        },
     };
-    Json(json!({
-        "version": env!("CARGO_PKG_VERSION"),
-        "semanticSearch": semantic,
-    }))
+    Json(VersionJson {
+        version: env!("CARGO_PKG_VERSION"),
+        semantic_search: semantic,
+    })
 }

@@ -17,6 +17,7 @@ mod isolation;
 mod mcp;
 mod metrics;
 mod model_fetch;
+mod openapi;
 mod pdf;
 mod progress;
 mod rate_limits;
