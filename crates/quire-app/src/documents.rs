@@ -7,6 +7,29 @@ use quire_core::{ChunkDraft, DocumentId, DocumentRecord, DocumentStatus, SourceI
 
 use crate::{AppError, Services};
 
+/// The `ready` documents of every source in `scope`, with their source, source by source.
+/// (One query per source: the store has no call that lists documents across sources yet.)
+pub async fn ready_in_scope(
+    services: &Services,
+    scope: &SourceScope,
+) -> Result<Vec<(quire_core::SourceRecord, DocumentRecord)>, AppError> {
+    let mut ready = Vec::new();
+    for source in services.store.list_sources(scope).await? {
+        let documents = services
+            .store
+            .list_documents(scope, source.id)
+            .await?
+            .unwrap_or_default();
+        ready.extend(
+            documents
+                .into_iter()
+                .filter(|d| d.status == DocumentStatus::Ready)
+                .map(|d| (source.clone(), d)),
+        );
+    }
+    Ok(ready)
+}
+
 /// Most pages one read returns, so one call cannot pull a 600-page document at once.
 pub const MAX_PAGES_PER_READ: u32 = 50;
 

@@ -33,28 +33,18 @@ pub(crate) async fn list(
     key: &ApiKeyRecord,
 ) -> Result<Vec<Resource>, AppError> {
     quire_app::auth::require(key, Permission::Read)?;
-    let mut resources = Vec::new();
-    for source in services.store.list_sources(&key.scope).await? {
-        let documents = services
-            .store
-            .list_documents(&key.scope, source.id)
-            .await?
-            .unwrap_or_default();
-        resources.extend(
-            documents
-                .into_iter()
-                .filter(|d| d.status == DocumentStatus::Ready)
-                .map(|d| {
-                    Resource::new(uri(source.id, d.id), d.name.clone())
-                        .with_description(format!(
-                            "{} ({} pages) in data source {}",
-                            d.name, d.page_count, source.name
-                        ))
-                        .with_mime_type("text/plain")
-                }),
-        );
-    }
-    Ok(resources)
+    let ready = quire_app::documents::ready_in_scope(services, &key.scope).await?;
+    Ok(ready
+        .into_iter()
+        .map(|(source, d)| {
+            Resource::new(uri(source.id, d.id), d.name.clone())
+                .with_description(format!(
+                    "{} ({} pages) in data source {}",
+                    d.name, d.page_count, source.name
+                ))
+                .with_mime_type("text/plain")
+        })
+        .collect())
 }
 
 /// Reads the document `uri` names, within the key's scope.
