@@ -42,10 +42,17 @@ impl IntoResponse for AdminError {
             AdminError::App(AppError::Invalid(m)) => {
                 return refused(StatusCode::BAD_REQUEST, m);
             }
+            AdminError::App(AppError::Unauthorized(m)) => {
+                return refused(StatusCode::UNAUTHORIZED, m);
+            }
+            AdminError::App(AppError::Forbidden(m)) => return refused(StatusCode::FORBIDDEN, m),
             AdminError::App(AppError::NotFound(m)) => return refused(StatusCode::NOT_FOUND, m),
             AdminError::App(AppError::Conflict(m)) => return refused(StatusCode::CONFLICT, m),
             AdminError::App(AppError::TooLarge(m)) => {
                 return refused(StatusCode::PAYLOAD_TOO_LARGE, m);
+            }
+            AdminError::App(AppError::InsufficientStorage(m)) => {
+                return refused(StatusCode::INSUFFICIENT_STORAGE, m);
             }
             AdminError::App(e @ (AppError::RateLimited(_) | AppError::QueueFull(_))) => {
                 return refused(StatusCode::TOO_MANY_REQUESTS, &e.to_string());

@@ -34,6 +34,12 @@ pub enum AppError {
     /// The input is malformed or a parameter is invalid.
     #[error("{0}")]
     Invalid(String),
+    /// The caller sent no usable API key (missing, malformed, unknown or revoked).
+    #[error("{0}")]
+    Unauthorized(String),
+    /// The caller's key may not do this (its permission is too low, or its scope forbids it).
+    #[error("{0}")]
+    Forbidden(String),
     /// The resource does not exist or is outside the caller's scope (the two look alike).
     #[error("{0}")]
     NotFound(String),
@@ -43,6 +49,10 @@ pub enum AppError {
     /// An upload is larger than allowed.
     #[error("{0}")]
     TooLarge(String),
+    /// The server has no room for an upload now (its staging budget is in use, or its disk is
+    /// nearly full); a later attempt may succeed.
+    #[error("{0}")]
+    InsufficientStorage(String),
     /// The key's rate limit is used up.
     #[error("rate limit of {} requests per minute exceeded", .0.limit)]
     RateLimited(RateLimitState),
@@ -97,6 +107,7 @@ impl From<StageError> for AppError {
             StageError::TooLarge { limit } => Self::TooLarge(format!(
                 "the file is larger than the upload limit of {limit} bytes"
             )),
+            StageError::Full(message) => Self::InsufficientStorage(message),
             StageError::Io(_) => Self::internal(&e),
         }
     }

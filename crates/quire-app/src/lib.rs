@@ -5,6 +5,8 @@
 //! crates below.
 
 pub mod answers;
+pub mod auth;
+pub mod documents;
 mod error;
 pub mod keys;
 pub mod rate_limit;

@@ -132,6 +132,8 @@ impl RateLimiter {
         let used = self.store.hit_rate_window(&window).await?;
         let state = self.state(limit, used, &window, now);
         Ok(if used > u64::from(limit) {
+            metrics::counter!("quire_rate_limit_rejections_total", "bucket" => bucket.as_str())
+                .increment(1);
             Decision::Limited(state)
         } else {
             Decision::Allowed(state)

@@ -80,7 +80,7 @@ pub struct SearchOutcome {
 }
 
 /// `{id, name}` of a document or source in a search result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct NamedRef {
     /// Identifier.
     pub id: String,
@@ -89,7 +89,7 @@ pub struct NamedRef {
 }
 
 /// Where in its document a passage is.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct PassageLocation {
     /// Heading path (empty when the document has no headings there).
     pub section: String,
@@ -98,7 +98,7 @@ pub struct PassageLocation {
 }
 
 /// One search result, in the shape the API returns it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SearchResult {
     /// The passage.

@@ -96,6 +96,8 @@ where
         match staged.write(bytes.as_ref()).await {
             Ok(()) => {}
             Err(StageError::TooLarge { limit }) => too_large = Some(limit),
+            // Also when the staging budget ran out or the disk is nearly full: the rest of the
+            // part is not worth reading (the adapter skips it and goes on with the next).
             Err(e) => return Err(PartError::Failed(e.into())),
         }
     }

@@ -1,9 +1,14 @@
-//! Registering webhooks: the target is checked (scheme, host, and every address it resolves
-//! to, against the SSRF guard) before anything is stored, and the signing secret is made here
-//! and shown once.
+//! Webhooks: registering one (the target is checked against the SSRF guard before anything is
+//! stored, and the signing secret is made here and shown once), and reading or deleting them
+//! within the caller's scope.
+//!
+//! A webhook carries the scope of the key that registered it (narrowed to the sources the
+//! request names, if any) and receives only the events of those sources. A scoped key sees,
+//! deletes and reads the delivery log of only the webhooks whose scope lies within its own;
+//! any other webhook is "not found", exactly like a webhook that does not exist.
 
-use quire_core::{WebhookEvent, WebhookId};
-use quire_store::{NewWebhook, WebhookRecord};
+use quire_core::{SourceScope, WebhookEvent, WebhookId};
+use quire_store::{DeliveryAttempt, NewWebhook, WebhookRecord};
 
 use crate::{AppError, Services};
 
@@ -39,11 +44,14 @@ pub fn parse_events<S: AsRef<str>>(names: &[S]) -> Result<Vec<WebhookEvent>, App
     Ok(events)
 }
 
-/// Registers a webhook for `events` at `raw_url`. Refused with [`AppError::Invalid`] when the
-/// URL is malformed or not `http(s)`, when no event is named, or when the target resolves to
-/// an internal address (unless `webhooks.allow_private_targets`).
+/// Registers a webhook for `events` at `raw_url`, receiving the events of the sources in
+/// `scope` (the caller's scope, already narrowed to the sources the request names: see
+/// [`crate::scope::requested_scope`]). Refused with [`AppError::Invalid`] when the URL is
+/// malformed or not `http(s)`, when no event is named, or when the target resolves to an
+/// internal address (unless `webhooks.allow_private_targets`).
 pub async fn register(
     services: &Services,
+    scope: SourceScope,
     raw_url: &str,
     events: Vec<WebhookEvent>,
 ) -> Result<Registered, AppError> {
@@ -64,15 +72,108 @@ pub async fn register(
             url: url.to_string(),
             events,
             secret: secret.clone(),
+            scope,
             created_at: services.clock.now(),
         })
         .await?;
     Ok(Registered { webhook, secret })
 }
 
+/// True when a caller limited to `caller` may see `webhook`: every source the webhook listens
+/// to lies within the caller's scope.
+pub fn visible_to(caller: &SourceScope, webhook: &WebhookRecord) -> bool {
+    match (caller, &webhook.scope) {
+        (SourceScope::All, _) => true,
+        (SourceScope::Only(_), SourceScope::All) => false,
+        (SourceScope::Only(_), SourceScope::Only(ids)) => ids.iter().all(|id| caller.allows(*id)),
+    }
+}
+
+/// The webhooks the caller may see, oldest first.
+pub async fn list(
+    services: &Services,
+    caller: &SourceScope,
+) -> Result<Vec<WebhookRecord>, AppError> {
+    let mut webhooks = services.store.list_webhooks().await?;
+    webhooks.retain(|w| visible_to(caller, w));
+    Ok(webhooks)
+}
+
+/// The webhook `id`; [`AppError::NotFound`] when it does not exist or lies outside the caller's
+/// scope.
+pub async fn get(
+    services: &Services,
+    caller: &SourceScope,
+    id: WebhookId,
+) -> Result<WebhookRecord, AppError> {
+    services
+        .store
+        .get_webhook(id)
+        .await?
+        .filter(|w| visible_to(caller, w))
+        .ok_or_else(|| not_found(id))
+}
+
+/// Deletes the webhook `id` with its pending events and delivery log; [`AppError::NotFound`]
+/// as for [`get`].
+pub async fn delete(
+    services: &Services,
+    caller: &SourceScope,
+    id: WebhookId,
+) -> Result<(), AppError> {
+    get(services, caller, id).await?;
+    if services.store.delete_webhook(id).await? {
+        Ok(())
+    } else {
+        Err(not_found(id))
+    }
+}
+
+/// The webhook's most recent delivery attempts, newest first, at most `limit`;
+/// [`AppError::NotFound`] as for [`get`].
+pub async fn deliveries(
+    services: &Services,
+    caller: &SourceScope,
+    id: WebhookId,
+    limit: u32,
+) -> Result<Vec<DeliveryAttempt>, AppError> {
+    get(services, caller, id).await?;
+    Ok(services.store.deliveries(id, limit).await?)
+}
+
+fn not_found(id: WebhookId) -> AppError {
+    AppError::NotFound(format!("webhook {id} not found"))
+}
+
 #[cfg(test)]
 mod tests {
+    use chrono::Utc;
+    use quire_core::SourceId;
+
     use super::*;
+
+    fn hook(scope: SourceScope) -> WebhookRecord {
+        WebhookRecord {
+            id: WebhookId::new(),
+            url: "https://hooks.example/q".into(),
+            events: vec![WebhookEvent::DocumentReady],
+            secret: "whsec_x".into(),
+            scope,
+            created_at: Utc::now(),
+        }
+    }
+
+    #[test]
+    fn a_scoped_key_sees_only_webhooks_within_its_scope() {
+        let (a, b) = (SourceId::new(), SourceId::new());
+        let key_a = SourceScope::only([a]);
+        assert!(visible_to(&key_a, &hook(SourceScope::only([a]))));
+        assert!(!visible_to(&key_a, &hook(SourceScope::only([a, b]))));
+        assert!(!visible_to(&key_a, &hook(SourceScope::only([b]))));
+        assert!(!visible_to(&key_a, &hook(SourceScope::All)));
+        assert!(visible_to(&SourceScope::All, &hook(SourceScope::only([b]))));
+        assert!(visible_to(&SourceScope::All, &hook(SourceScope::All)));
+    }
 
     #[test]
     fn events_are_parsed_once_each_in_order() {

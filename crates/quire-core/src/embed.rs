@@ -117,3 +117,28 @@ pub enum ModelError {
         actual: String,
     },
 }
+
+impl ModelError {
+    /// What a client may be told: the kind of failure without the embedding server's address,
+    /// file paths or the server's own words, which can name internal hosts. The full error
+    /// belongs in the log.
+    pub fn client_message(&self) -> String {
+        match self {
+            Self::Unreachable { .. } => "the embedding server could not be reached".into(),
+            Self::Timeout { seconds, .. } => {
+                format!("the embedding server did not answer within {seconds} s")
+            }
+            Self::Remote { status, .. } => {
+                format!("the embedding server answered HTTP {status}")
+            }
+            Self::Protocol { .. } => "the embedding server sent a malformed answer".into(),
+            Self::File { .. }
+            | Self::Config(_)
+            | Self::Weights(_)
+            | Self::Unsupported(_)
+            | Self::Settings(_)
+            | Self::Checksum { .. } => "the embedding model is not usable".into(),
+            Self::Inference(_) => "the embedding model failed on this text".into(),
+        }
+    }
+}

@@ -124,3 +124,24 @@ pub enum GenerateError {
     #[error("language model settings: {0}")]
     Settings(String),
 }
+
+impl GenerateError {
+    /// What a client may be told: the kind of failure without the model server's address or
+    /// its own words (an upstream body can name internal hosts, keys' owners or quotas). The
+    /// full error belongs in the log.
+    pub fn client_message(&self) -> String {
+        let told = match self {
+            Self::Unreachable { .. } => "the language model could not be reached".to_owned(),
+            Self::Timeout { seconds, .. } => {
+                format!("the language model sent nothing for {seconds} s")
+            }
+            Self::Remote { status, .. } => format!("the language model answered HTTP {status}"),
+            Self::Protocol { .. } => "the language model sent a malformed stream".to_owned(),
+            Self::Interrupted { .. } => {
+                "the language model stopped before the answer was complete".to_owned()
+            }
+            Self::Settings(_) => "the language model is not configured correctly".to_owned(),
+        };
+        format!("{told}; the cause has been logged")
+    }
+}

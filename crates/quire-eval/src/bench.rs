@@ -16,6 +16,8 @@ use quire_core::{
 };
 use quire_ingest::Upload;
 use quire_store::Created;
+
+use crate::progress::Progress;
 use tempfile::TempDir;
 
 use quire_server::App;
@@ -143,6 +145,9 @@ pub(crate) async fn ingest_markdown(
             created_at: quire_core::Clock::now(&SystemClock),
         })
         .await?;
+    let documents: Vec<(String, String)> = documents.collect();
+    let total = u64::try_from(documents.len()).unwrap_or(u64::MAX);
+    let mut stored = Progress::new("storing documents", total);
     let mut ids = Vec::new();
     for (file_name, text) in documents {
         let mut staged = state.ingest.stage().await?;
@@ -160,8 +165,14 @@ pub(crate) async fn ingest_markdown(
             Created::New(d) | Created::Existing(d) => d,
         };
         ids.push(document.id);
+        stored.inc(1);
     }
-    while state.ingest.process_next(name).await? {}
+    stored.finish();
+    let mut processed = Progress::new("processing documents", total);
+    while state.ingest.process_next(name).await? {
+        processed.inc(1);
+    }
+    processed.finish();
     Ok((source, ids))
 }
 

@@ -15,6 +15,7 @@ use quire_parse::{
     Format, OcrSettings, ParseLimits, ParsedDocument, detect_format, parse_with_ocr,
 };
 
+use crate::progress::Progress;
 use crate::text_quality::{
     is_garbled, median, pdftotext_available, pdftotext_pages, peak_memory_bytes, reset_peak_memory,
     token_f1, word_count,
@@ -112,7 +113,12 @@ pub fn parse_dir(args: ParseEvalArgs) -> anyhow::Result<()> {
     let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
     let mut pdf_folders: BTreeMap<String, PdfFolder> = BTreeMap::new();
     let mut memory = MemoryReport::default();
+    let mut progress = Progress::new(
+        "parsing files",
+        u64::try_from(files.len()).unwrap_or(u64::MAX),
+    );
     for path in &files {
+        progress.inc(1);
         let bytes = std::fs::read(path)?;
         let size = bytes.len() as u64;
         let name = path
@@ -190,6 +196,7 @@ pub fn parse_dir(args: ParseEvalArgs) -> anyhow::Result<()> {
             );
         }
     }
+    progress.finish();
     println!(
         "\n{:<44} {:>5} {:>6} {:>6} {:>7} {:>4} {:>6} {:>10} {:>9} {:>7}",
         "format",

@@ -20,6 +20,7 @@ use quire_ingest::pii::{Detector, Finding, PiiType, Policy};
 use serde::Deserialize;
 
 use crate::eval::{Outcome, collect, page_texts, run_one, short_path};
+use crate::progress::Progress;
 use crate::text_quality::median;
 
 /// Options of `quire eval pii`.
@@ -469,7 +470,13 @@ fn docs_report(detector: &Detector, dir: &Path, args: &PiiEvalArgs) -> anyhow::R
     let mut documents = Vec::new();
     let mut unparsed: BTreeMap<String, usize> = BTreeMap::new();
     let mut all_pages = Vec::new();
+    let mut progress = Progress::new(
+        "screening files",
+        u64::try_from(files.len()).unwrap_or(u64::MAX),
+    );
     for path in &files {
+        // Counted as each file starts: some end early (those that do not parse).
+        progress.inc(1);
         let folder = path
             .parent()
             .and_then(|p| p.strip_prefix(dir).ok())
@@ -503,6 +510,7 @@ fn docs_report(detector: &Detector, dir: &Path, args: &PiiEvalArgs) -> anyhow::R
         });
         all_pages.extend(texts);
     }
+    progress.finish();
     let policies = candidates();
     let default = &policies[0].policy;
 

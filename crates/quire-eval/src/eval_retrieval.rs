@@ -24,6 +24,7 @@ use quire_search::{
 };
 
 use crate::bench::{ingest_markdown, ms, percentile, read_jsonl, scratch_app};
+use crate::progress::Progress;
 use crate::retrieval_metrics::{Judgements, ndcg_at, recall_at, reciprocal_rank_at};
 use quire_server::Config;
 
@@ -233,13 +234,19 @@ pub async fn retrieval(base: &Config, args: RetrievalEvalArgs) -> anyhow::Result
             search(&state, &scope, text, CHUNK_HITS, Some(*retrieval)).await?;
         }
         let mut scores = Scores::default();
+        let mut progress = Progress::new(
+            &format!("{label} queries"),
+            u64::try_from(queries.len()).unwrap_or(u64::MAX),
+        );
         for (query_id, text) in &queries {
             let timed = Instant::now();
             let outcome = search(&state, &scope, text, CHUNK_HITS, Some(*retrieval)).await?;
             let took = timed.elapsed();
             let ranked = to_documents(&mut outcome.results.iter().map(|r| r.document.id.as_str()));
             scores.add(&ranked, &judgements[query_id], took);
+            progress.inc(1);
         }
+        progress.finish();
         scores.times.sort();
         // Latency as clients see it: the same queries at the API's default limit.
         let mut times = Vec::with_capacity(queries.len());

@@ -11,5 +11,6 @@ pub mod eval;
 pub mod eval_ocr;
 pub mod eval_pii;
 pub mod eval_retrieval;
+mod progress;
 mod retrieval_metrics;
 mod text_quality;

@@ -10,11 +10,9 @@ use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use chrono::Duration;
 use quire_core::{ApiKeyRecord, Permission, SourceScope};
 
 use crate::{ApiError, AppState};
-use quire_app::keys::{hash_key, looks_like_key};
 
 /// The authenticated caller of a request.
 #[derive(Debug, Clone)]
@@ -69,36 +67,24 @@ impl<S: Send + Sync, L: Level> FromRequestParts<S> for Require<L> {
             .get::<Principal>()
             .cloned()
             .ok_or_else(|| ApiError::Unauthorized("missing API key".into()))?;
-        if !principal.key.permission.allows(L::LEVEL) {
-            return Err(ApiError::Forbidden(format!(
-                "this operation needs a key with {} permission; this key has {}",
-                L::LEVEL,
-                principal.key.permission
-            )));
-        }
+        quire_app::auth::require(&principal.key, L::LEVEL)?;
         Ok(Self(principal, PhantomData))
     }
 }
 
-/// Middleware for every `/api/v1/` route: authenticates the key, records its use, and adds the
-/// `X-RateLimit-*` headers to responses that do not carry them yet.
+/// Middleware for every `/api/v1/` route: authenticates the key (recording its use, see
+/// `quire_app::auth`), and adds the `X-RateLimit-*` headers to responses that do not carry
+/// them yet.
 pub(crate) async fn authenticate(
     State(state): State<AppState>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    let key = match find_key(&state, request.headers()).await {
+    let header = request.headers().get(AUTHORIZATION).map(|v| v.as_bytes());
+    let key = match quire_app::auth::authenticate(&state, header).await {
         Ok(key) => key,
-        Err(e) => return e.into_response(),
+        Err(e) => return ApiError::from(e).into_response(),
     };
-    let now = state.clock.now();
-    if key
-        .last_used_at
-        .is_none_or(|t| now - t > Duration::seconds(60))
-        && let Err(e) = state.store.touch_key(key.id, now).await
-    {
-        tracing::warn!(error = %e, "could not record key use");
-    }
     request
         .extensions_mut()
         .insert(Principal { key: key.clone() });
@@ -112,39 +98,11 @@ pub(crate) async fn authenticate(
     response
 }
 
+/// The key of a request's `Authorization` header, without recording its use.
 pub(crate) async fn find_key(
     state: &AppState,
     headers: &HeaderMap,
 ) -> Result<ApiKeyRecord, ApiError> {
-    let header = headers.get(AUTHORIZATION).ok_or_else(|| {
-        ApiError::Unauthorized(
-            "missing Authorization header; send `Authorization: Bearer <API key>`".into(),
-        )
-    })?;
-    let value = header
-        .to_str()
-        .map_err(|_| ApiError::Unauthorized("malformed Authorization header".into()))?;
-    let (scheme, secret) = value.trim().split_once(' ').ok_or_else(|| {
-        ApiError::Unauthorized("malformed Authorization header; expected `Bearer <API key>`".into())
-    })?;
-    if !scheme.eq_ignore_ascii_case("bearer") {
-        return Err(ApiError::Unauthorized(
-            "unsupported authorization scheme; expected `Bearer`".into(),
-        ));
-    }
-    let secret = secret.trim();
-    if !looks_like_key(secret) {
-        return Err(ApiError::Unauthorized("malformed API key".into()));
-    }
-    let key = state
-        .store
-        .find_key_by_hash(&hash_key(secret))
-        .await?
-        .ok_or_else(|| ApiError::Unauthorized("invalid API key".into()))?;
-    if key.revoked_at.is_some() {
-        return Err(ApiError::Unauthorized(
-            "this API key has been revoked".into(),
-        ));
-    }
-    Ok(key)
+    let header = headers.get(AUTHORIZATION).map(|v| v.as_bytes());
+    Ok(quire_app::auth::find_key(state, header).await?)
 }

@@ -11,6 +11,8 @@ use quire_app::{AppError, Dependency};
 use quire_ingest::IngestError;
 use quire_store::StoreError;
 use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
 
 /// A failed request, as the client will see it.
 #[derive(Debug)]
@@ -31,6 +33,8 @@ pub enum ApiError {
     MethodNotAllowed,
     /// 413: the body is larger than allowed.
     PayloadTooLarge(String),
+    /// 507: no room for an upload now (staging budget in use, or the disk nearly full).
+    InsufficientStorage(String),
     /// 415: the body is not of the media type the endpoint takes.
     UnsupportedMediaType(String),
     /// 429: the key's rate limit is used up.
@@ -53,12 +57,46 @@ const QUEUE_RETRY_SECONDS: u64 = 10;
 const UNAVAILABLE_RETRY_SECONDS: u64 = 30;
 
 /// The error envelope every non-2xx response carries.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = Error)]
 pub struct ErrorBody {
     /// Short machine-readable name.
+    #[schema(schema_with = error_codes)]
     pub error: &'static str,
     /// Human-readable detail.
     pub message: String,
+    /// The request's id (also in the `X-Request-Id` response header): quote it to an operator,
+    /// who finds the request in the server log by it. Absent only on the per-file errors inside
+    /// a bulk upload's answer, whose response carries it once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+}
+
+/// Every `error` code [`ApiError::parts`] can produce, for the OpenAPI document.
+const ERROR_CODES: [&str; 13] = [
+    "bad_request",
+    "invalid_body",
+    "unauthorized",
+    "forbidden",
+    "not_found",
+    "conflict",
+    "method_not_allowed",
+    "payload_too_large",
+    "unsupported_media_type",
+    "rate_limited",
+    "queue_full",
+    "unavailable",
+    "internal_error",
+];
+
+/// The schema of `error`: a string from [`ERROR_CODES`].
+fn error_codes() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(ERROR_CODES))
+        .description(Some("Short machine-readable name of the failure."))
+        .build()
 }
 
 impl ApiError {
@@ -85,6 +123,11 @@ impl ApiError {
             Self::PayloadTooLarge(m) => (
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "payload_too_large",
+                m.clone(),
+            ),
+            Self::InsufficientStorage(m) => (
+                StatusCode::INSUFFICIENT_STORAGE,
+                "insufficient_storage",
                 m.clone(),
             ),
             Self::UnsupportedMediaType(m) => (
@@ -119,7 +162,12 @@ impl ApiError {
                 "an internal error occurred; it has been logged".into(),
             ),
         };
-        (status, ErrorBody { error, message })
+        let body = ErrorBody {
+            error,
+            message,
+            request_id: None,
+        };
+        (status, body)
     }
 }
 
@@ -134,7 +182,8 @@ impl std::error::Error for ApiError {}
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let (status, body) = self.parts();
+        let (status, mut body) = self.parts();
+        body.request_id = crate::request_id::current();
         let mut response = (status, Json(body)).into_response();
         match &self {
             Self::RateLimited(state) => {
@@ -148,7 +197,7 @@ impl IntoResponse for ApiError {
                     .headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from(QUEUE_RETRY_SECONDS));
             }
-            Self::Unavailable(_) => {
+            Self::Unavailable(_) | Self::InsufficientStorage(_) => {
                 response.headers_mut().insert(
                     header::RETRY_AFTER,
                     HeaderValue::from(UNAVAILABLE_RETRY_SECONDS),
@@ -170,9 +219,12 @@ impl From<AppError> for ApiError {
     fn from(e: AppError) -> Self {
         match e {
             AppError::Invalid(m) => Self::BadRequest(m),
+            AppError::Unauthorized(m) => Self::Unauthorized(m),
+            AppError::Forbidden(m) => Self::Forbidden(m),
             AppError::NotFound(m) => Self::NotFound(m),
             AppError::Conflict(m) => Self::Conflict(m),
             AppError::TooLarge(m) => Self::PayloadTooLarge(m),
+            AppError::InsufficientStorage(m) => Self::InsufficientStorage(m),
             AppError::RateLimited(state) => Self::RateLimited(state),
             AppError::QueueFull(full) => Self::QueueFull(full),
             // The cause was logged where it was classified.
@@ -207,6 +259,32 @@ mod tests {
         assert!(!body.message.contains("quire.db"));
         let from_store: ApiError = StoreError::Corrupt("row 7 of documents".into()).into();
         assert!(!from_store.parts().1.message.contains("row 7"));
+    }
+
+    #[test]
+    fn every_error_code_is_documented() {
+        let all = [
+            ApiError::BadRequest(String::new()),
+            ApiError::InvalidBody(String::new()),
+            ApiError::Unauthorized(String::new()),
+            ApiError::Forbidden(String::new()),
+            ApiError::NotFound(String::new()),
+            ApiError::Conflict(String::new()),
+            ApiError::MethodNotAllowed,
+            ApiError::PayloadTooLarge(String::new()),
+            ApiError::UnsupportedMediaType(String::new()),
+            ApiError::RateLimited(RateLimitState {
+                limit: 1,
+                remaining: 0,
+                reset: 0,
+                retry_after: 1,
+            }),
+            ApiError::QueueFull(QueueFull::Line { max_waiting: 1 }),
+            ApiError::Unavailable(Dependency::Database),
+            ApiError::Internal,
+        ];
+        let codes: Vec<_> = all.iter().map(|e| e.parts().1.error).collect();
+        assert_eq!(codes, ERROR_CODES);
     }
 
     #[test]

@@ -7,12 +7,13 @@ pub mod auth;
 mod error;
 mod extract;
 mod rate_limit;
+pub mod request_id;
 mod routes;
 mod state;
 mod wire;
 
 pub use auth::Principal;
-pub use error::ApiError;
+pub use error::{ApiError, ErrorBody};
 pub use rate_limit::apply_headers;
-pub use routes::router;
+pub use routes::{openapi_json, router};
 pub use state::{AppState, HttpSettings};

@@ -4,20 +4,33 @@
 use quire_app::search::SearchResult;
 use quire_core::wire_timestamp as iso;
 use quire_core::{DocumentRecord, SourceRecord};
+use quire_store::DocumentProgress;
 use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
 
 use crate::error::ErrorBody;
 
 /// A data source.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = Source)]
 pub struct SourceJson {
+    /// The source's id.
+    #[schema(format = Uuid)]
     id: String,
+    /// 1 to 200 characters.
     name: String,
+    /// At most 2000 characters, may be empty.
     description: String,
+    /// Always `network`.
     #[serde(rename = "type")]
+    #[schema(example = "network")]
     source_type: String,
+    /// Documents in the source, whatever their status.
     document_count: u64,
+    /// When it was created.
+    #[schema(format = DateTime)]
     created_at: String,
 }
 
@@ -35,10 +48,12 @@ impl From<&SourceRecord> for SourceJson {
 }
 
 /// A data source with its documents.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = SourceDetail)]
 pub struct SourceDetailJson {
     #[serde(flatten)]
     source: SourceJson,
+    /// Its documents, newest first.
     documents: Vec<DocumentJson>,
 }
 
@@ -53,21 +68,88 @@ impl SourceDetailJson {
 }
 
 /// A document (the same record in lists and in detail).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = Document)]
 pub struct DocumentJson {
+    /// The document's id.
+    #[schema(format = Uuid)]
     id: String,
+    /// File name.
     name: String,
+    /// The source it belongs to.
+    #[schema(format = Uuid)]
     data_source_id: String,
+    /// Where it is in processing.
+    #[schema(schema_with = document_status)]
     status: &'static str,
+    /// Why processing failed (`failed` only).
     error: Option<String>,
+    /// Searchable passages.
     chunk_count: u64,
+    /// Pages (1 for formats without pages).
     page_count: u64,
+    /// Size of the original in bytes.
     size: u64,
+    /// Media type of the original.
     content_type: String,
+    /// SHA-256 of the original, hex.
     sha256: String,
+    /// When it was uploaded.
+    #[schema(format = DateTime)]
     created_at: String,
+    /// When its status last changed.
+    #[schema(format = DateTime)]
     updated_at: String,
+    /// How far processing has come, while the document is `processing` (detail only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    progress: Option<ProgressJson>,
+}
+
+impl DocumentJson {
+    /// The record with its processing progress, when there is any.
+    pub fn with_progress(mut self, progress: Option<&DocumentProgress>) -> Self {
+        self.progress = progress.map(|p| ProgressJson {
+            stage: p.stage.as_str(),
+            done: p.done,
+            total: p.total,
+            updated_at: iso(p.updated_at),
+        });
+        self
+    }
+}
+
+/// `progress` of a document being processed: its stage and, when the stage counts units
+/// (chunks embedded), how many of how many.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProgressJson {
+    /// `parsing`, `screening`, `embedding` or `indexing`.
+    stage: &'static str,
+    /// Units of the stage done (chunks embedded), when the stage counts them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    done: Option<u64>,
+    /// Units of the stage in all, when the stage counts them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    total: Option<u64>,
+    /// When the worker last reported.
+    #[schema(format = DateTime)]
+    updated_at: String,
+}
+
+/// The wire names of `quire_core::DocumentStatus`, for the OpenAPI document.
+const DOCUMENT_STATUSES: [&str; 5] = ["queued", "processing", "pending_review", "ready", "failed"];
+
+/// The schema of a document's `status`.
+fn document_status() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(DOCUMENT_STATUSES))
+        .description(Some(
+            "`queued` (waiting for a worker), `processing`, `pending_review` (personal data \
+             found; waiting for an administrator), `ready` (searchable) or `failed`.",
+        ))
+        .build()
 }
 
 impl From<&DocumentRecord> for DocumentJson {
@@ -85,19 +167,22 @@ impl From<&DocumentRecord> for DocumentJson {
             sha256: d.sha256.clone(),
             created_at: iso(d.created_at),
             updated_at: iso(d.updated_at),
+            progress: None,
         }
     }
 }
 
 /// One file part of a bulk upload and what became of it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = BulkUploadEntry)]
 pub struct BulkEntryJson {
     /// Position of the part among the request's `file` parts, from 0.
     pub index: usize,
     /// File name from the part.
     pub name: String,
     /// `accepted`, `duplicate` (the source already holds these bytes) or `rejected`.
+    #[schema(schema_with = bulk_status)]
     pub status: &'static str,
     /// The new (or, for a duplicate, the existing) document.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -107,8 +192,17 @@ pub struct BulkEntryJson {
     pub error: Option<ErrorBody>,
 }
 
+/// The schema of a bulk upload entry's `status`.
+fn bulk_status() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(["accepted", "duplicate", "rejected"]))
+        .build()
+}
+
 /// The answer to a bulk upload.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = BulkUpload)]
 pub struct BulkUploadJson {
     /// Number of parts stored as new documents.
     pub accepted: usize,
@@ -121,8 +215,29 @@ pub struct BulkUploadJson {
 }
 
 /// The answer to a search.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = SearchResponse)]
 pub struct SearchResponseJson {
     /// Results, best first.
     pub results: Vec<SearchResult>,
+}
+
+#[cfg(test)]
+mod tests {
+    use quire_core::DocumentStatus;
+
+    use super::DOCUMENT_STATUSES;
+
+    #[test]
+    fn every_document_status_is_documented() {
+        let all = [
+            DocumentStatus::Queued,
+            DocumentStatus::Processing,
+            DocumentStatus::PendingReview,
+            DocumentStatus::Ready,
+            DocumentStatus::Failed,
+        ];
+        let names: Vec<_> = all.iter().map(|s| s.as_str()).collect();
+        assert_eq!(names, DOCUMENT_STATUSES);
+    }
 }

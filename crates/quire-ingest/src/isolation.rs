@@ -19,7 +19,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
 use crate::chunker::ChunkingParams;
-use crate::pipeline::{Processed, ProcessingError, process_file};
+use crate::pipeline::{OutputLimits, Processed, ProcessingError, process_file};
 
 /// The document's error when parsing crashed; the details go to the log only.
 const CRASHED: &str = "internal error: processing this file crashed; see the server log";
@@ -71,6 +71,8 @@ pub(crate) struct ParseJob {
     /// A request without the field means OCR off, as before OCR existed.
     #[serde(default, with = "ocr_on_the_wire")]
     pub ocr: Option<OcrSettings>,
+    /// Bounds on the text and chunks it may become.
+    pub output: OutputLimits,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -267,6 +269,7 @@ async fn in_child(
     job: ParseJob,
     budget: Duration,
 ) -> Result<Processed, String> {
+    let output = job.output;
     let request = request_bytes(command, job, budget)?;
     let mut child = match Command::new(&command.program)
         .args(&command.args)
@@ -298,8 +301,11 @@ async fn in_child(
                 let _ = stdin.write_all(&request).await;
             }
         };
-        let ((), response, stderr_tail) =
-            tokio::join!(send, read_all(stdout), read_tail(stderr, STDERR_TAIL_BYTES));
+        let ((), response, stderr_tail) = tokio::join!(
+            send,
+            read_capped(stdout, response_cap(output)),
+            read_tail(stderr, STDERR_TAIL_BYTES)
+        );
         (response, stderr_tail, child.wait().await)
     };
     let Ok((response, stderr_tail, status)) = tokio::time::timeout(budget, exchange).await else {
@@ -316,10 +322,22 @@ async fn in_child(
             return Err(CRASHED.into());
         }
     };
-    let response = response.unwrap_or_else(|e| {
-        tracing::warn!(error = %e, "could not read the parse worker's response");
-        Vec::new()
-    });
+    let response = match response {
+        Ok(Capped::Whole(bytes)) => bytes,
+        Ok(Capped::TooLong) => {
+            // The worker checks the text itself; an answer this long means it did not.
+            tracing::warn!("the parse worker's answer passed the cap; it was stopped");
+            let _ = child.kill().await;
+            return Err(ProcessingError::TextTooLarge {
+                limit: output.max_text_bytes,
+            }
+            .to_string());
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "could not read the parse worker's response");
+            Vec::new()
+        }
+    };
     interpret(command.memory_limit_bytes, status, &response, &stderr_tail)
 }
 
@@ -395,12 +413,34 @@ fn allocation_failed(stderr: &str) -> bool {
     })
 }
 
-async fn read_all(stream: Option<impl AsyncRead + Unpin>) -> std::io::Result<Vec<u8>> {
+/// The longest answer read from a worker for a document within `output`: its text twice
+/// (chunks overlap, and JSON escapes some characters) plus room for each chunk's metadata.
+fn response_cap(output: OutputLimits) -> u64 {
+    output
+        .max_text_bytes
+        .saturating_mul(2)
+        .saturating_add(u64::from(output.max_chunks).saturating_mul(512))
+        .saturating_add(MIB)
+}
+
+/// A worker's answer, or word that it ran past the cap.
+enum Capped {
+    Whole(Vec<u8>),
+    TooLong,
+}
+
+/// Reads `stream` to its end unless it runs past `cap` bytes: a worker's answer is held in
+/// memory whole, so its size must be bounded before it is read, not after.
+async fn read_capped(stream: Option<impl AsyncRead + Unpin>, cap: u64) -> std::io::Result<Capped> {
     let mut bytes = Vec::new();
-    if let Some(mut stream) = stream {
-        stream.read_to_end(&mut bytes).await?;
+    if let Some(stream) = stream {
+        let mut limited = stream.take(cap.saturating_add(1));
+        limited.read_to_end(&mut bytes).await?;
+        if bytes.len() as u64 > cap {
+            return Ok(Capped::TooLong);
+        }
     }
-    Ok(bytes)
+    Ok(Capped::Whole(bytes))
 }
 
 /// Reads `stream` to its end, keeping only the last `keep` bytes.
@@ -447,6 +487,7 @@ fn parse_job(job: &ParseJob) -> WorkerResponse {
             job.chunking,
             &job.limits,
             job.ocr.as_ref(),
+            job.output,
         )
     };
     match catch_unwind(AssertUnwindSafe(run)) {
@@ -567,6 +608,7 @@ mod tests {
             chunking: ChunkingParams::default(),
             limits: ParseLimits::default(),
             ocr: None,
+            output: OutputLimits::default(),
         }
     }
 
@@ -612,6 +654,28 @@ mod tests {
         out
     }
 
+    /// A worker that answers more than a document within its limits could is stopped once it
+    /// passes the cap; the server never reads the rest.
+    #[tokio::test]
+    async fn an_answer_past_the_cap_is_cut_off_and_fails_the_document() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("guide.md");
+        std::fs::write(&path, "# Pump").unwrap();
+        let mut small = job(&path, "guide.md");
+        small.output = OutputLimits {
+            max_text_bytes: 1024,
+            max_chunks: 1,
+        };
+        // Far past the cap (about 1 MiB here), and endless: only the cap ends the read.
+        let flood = script("cat /dev/zero", &[]);
+        let started = std::time::Instant::now();
+        let error = parse_isolated(&flood, small, Duration::from_secs(20))
+            .await
+            .unwrap_err();
+        assert!(error.contains("parsing.max_text_mb"), "{error}");
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
     fn exited_ok() -> ExitStatus {
         std::os::unix::process::ExitStatusExt::from_raw(0)
     }
@@ -628,6 +692,7 @@ mod tests {
             ChunkingParams::default(),
             &ParseLimits::default(),
             None,
+            OutputLimits::default(),
         )
         .unwrap();
         let answer = serve_here(job(&good, "a.md"));

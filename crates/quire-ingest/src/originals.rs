@@ -6,6 +6,8 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use sha2::{Digest, Sha256};
 use tempfile::TempPath;
@@ -16,7 +18,31 @@ use tokio::io::AsyncWriteExt;
 #[derive(Debug, Clone)]
 pub struct Staging {
     staging: PathBuf,
+    limits: StagingLimits,
+    /// Bytes of uploads being received or waiting to be stored, over all requests.
+    in_use: Arc<AtomicU64>,
 }
+
+/// How much the staging area may hold, so that concurrent uploads cannot fill the disk the
+/// database and indexes live on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StagingLimits {
+    /// Most bytes of uploads staged at once, over all requests.
+    pub max_bytes: u64,
+    /// Free space the file system must keep after an upload's bytes are written.
+    pub min_free_bytes: u64,
+}
+
+impl StagingLimits {
+    /// No limit on the total and no free space kept (for tests and tools).
+    pub const UNBOUNDED: Self = Self {
+        max_bytes: u64::MAX,
+        min_free_bytes: 0,
+    };
+}
+
+/// How often (in bytes written) a staging file checks the file system's free space.
+const FREE_SPACE_CHECK_BYTES: u64 = 8 * 1024 * 1024;
 
 /// Why staging an upload stopped.
 #[derive(Debug, thiserror::Error)]
@@ -27,9 +53,26 @@ pub enum StageError {
         /// The limit in bytes.
         limit: u64,
     },
+    /// The staging area holds as much as it may (`limits.max_staging_bytes`), or the disk is
+    /// nearly full; a later attempt may succeed.
+    #[error("{0}")]
+    Full(String),
     /// Writing to disk failed.
     #[error("could not write the upload to disk: {0}")]
     Io(#[from] io::Error),
+}
+
+/// Bytes a staging file holds of the shared budget; given back when dropped.
+#[derive(Debug)]
+struct Reservation {
+    in_use: Arc<AtomicU64>,
+    bytes: u64,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.in_use.fetch_sub(self.bytes, Ordering::AcqRel);
+    }
 }
 
 /// An upload being written to the staging area.
@@ -40,12 +83,17 @@ pub struct StagedFile {
     hasher: Sha256,
     size: u64,
     limit: u64,
+    staging: Staging,
+    reservation: Reservation,
+    next_free_space_check: u64,
 }
 
 /// A fully received upload, still in the staging area.
 #[derive(Debug)]
 pub struct StagedUpload {
     path: TempPath,
+    /// Held until the bytes leave the staging area.
+    _reservation: Reservation,
     /// Size in bytes.
     pub size: u64,
     /// Hex SHA-256 of the content.
@@ -66,7 +114,7 @@ impl StagedUpload {
 
 impl Staging {
     /// Uses `<data_dir>/tmp`, creating it, and clears staging files left by a previous run
-    /// that stopped mid-upload.
+    /// that stopped mid-upload. Unbounded until [`Staging::with_limits`].
     pub fn open(data_dir: &Path) -> io::Result<Self> {
         let staging = data_dir.join("tmp");
         if staging.exists() {
@@ -75,11 +123,27 @@ impl Staging {
             }
         }
         std::fs::create_dir_all(&staging)?;
-        Ok(Self { staging })
+        Ok(Self {
+            staging,
+            limits: StagingLimits::UNBOUNDED,
+            in_use: Arc::new(AtomicU64::new(0)),
+        })
     }
 
-    /// Starts a staging file that refuses to grow past `limit` bytes.
+    /// The same staging area, bounded by `limits`.
+    pub fn with_limits(self, limits: StagingLimits) -> Self {
+        Self { limits, ..self }
+    }
+
+    /// Bytes of uploads staged now, over all requests.
+    pub fn in_use(&self) -> u64 {
+        self.in_use.load(Ordering::Acquire)
+    }
+
+    /// Starts a staging file that refuses to grow past `limit` bytes. Refused with
+    /// [`StageError::Full`] when the file system is already short of space.
     pub async fn stage(&self, limit: u64) -> Result<StagedFile, StageError> {
+        self.check_free_space(0)?;
         let path = self.temp_path("upload-")?;
         let file = File::create(&path).await?;
         Ok(StagedFile {
@@ -88,7 +152,50 @@ impl Staging {
             hasher: Sha256::new(),
             size: 0,
             limit,
+            staging: self.clone(),
+            reservation: Reservation {
+                in_use: Arc::clone(&self.in_use),
+                bytes: 0,
+            },
+            next_free_space_check: FREE_SPACE_CHECK_BYTES,
         })
+    }
+
+    /// Takes `bytes` more of the shared budget for `reservation`, or refuses.
+    fn reserve(&self, reservation: &mut Reservation, bytes: u64) -> Result<(), StageError> {
+        let max = self.limits.max_bytes;
+        self.in_use
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                used.checked_add(bytes).filter(|total| *total <= max)
+            })
+            .map_err(|_| {
+                StageError::Full(format!(
+                    "the server is receiving as many uploads as it may hold at once \
+                     ({max} bytes, limits.max_staging_bytes); try again when they are stored"
+                ))
+            })?;
+        reservation.bytes += bytes;
+        Ok(())
+    }
+
+    /// Refuses when writing `coming` more bytes would leave less than the free space kept.
+    fn check_free_space(&self, coming: u64) -> Result<(), StageError> {
+        if self.limits.min_free_bytes == 0 {
+            return Ok(());
+        }
+        let stats = rustix::fs::statvfs(&self.staging).map_err(io::Error::from)?;
+        let available = stats.f_bavail.saturating_mul(stats.f_frsize);
+        if available.saturating_sub(coming) < self.limits.min_free_bytes {
+            tracing::warn!(
+                available,
+                kept = self.limits.min_free_bytes,
+                "uploads refused: the disk is nearly full"
+            );
+            return Err(StageError::Full(
+                "the server's disk is nearly full; the upload was not kept".into(),
+            ));
+        }
+        Ok(())
     }
 
     /// A new empty file in the staging area, removed when dropped.
@@ -101,11 +208,18 @@ impl Staging {
 }
 
 impl StagedFile {
-    /// Appends bytes, failing once the total passes the limit.
+    /// Appends bytes, failing once the total passes the limit, or when the staging area's
+    /// budget or the disk's free space would run out.
     pub async fn write(&mut self, bytes: &[u8]) -> Result<(), StageError> {
-        self.size += bytes.len() as u64;
+        let len = bytes.len() as u64;
+        self.size += len;
         if self.size > self.limit {
             return Err(StageError::TooLarge { limit: self.limit });
+        }
+        self.staging.reserve(&mut self.reservation, len)?;
+        if self.size >= self.next_free_space_check {
+            self.staging.check_free_space(FREE_SPACE_CHECK_BYTES)?;
+            self.next_free_space_check = self.size + FREE_SPACE_CHECK_BYTES;
         }
         self.hasher.update(bytes);
         self.file.write_all(bytes).await?;
@@ -123,6 +237,7 @@ impl StagedFile {
         self.file.sync_all().await?;
         Ok(StagedUpload {
             path: self.path,
+            _reservation: self.reservation,
             size: self.size,
             sha256: hex::encode(self.hasher.finalize()),
         })
@@ -157,6 +272,42 @@ mod tests {
             std::fs::read_dir(dir.path().join("tmp")).unwrap().count(),
             0
         );
+    }
+
+    #[tokio::test]
+    async fn the_staging_budget_is_shared_and_given_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let staging = Staging::open(dir.path())
+            .unwrap()
+            .with_limits(StagingLimits {
+                max_bytes: 10,
+                min_free_bytes: 0,
+            });
+        let mut first = staging.stage(100).await.unwrap();
+        first.write(b"123456").await.unwrap();
+        let mut second = staging.stage(100).await.unwrap();
+        second.write(b"1234").await.unwrap();
+        assert_eq!(staging.in_use(), 10);
+        assert!(matches!(second.write(b"5").await, Err(StageError::Full(_))));
+        let held = first.finish().await.unwrap();
+        assert_eq!(staging.in_use(), 10, "a finished upload holds its bytes");
+        drop(held);
+        assert_eq!(staging.in_use(), 4);
+        second.write(b"567890").await.unwrap();
+        drop(second);
+        assert_eq!(staging.in_use(), 0);
+    }
+
+    #[tokio::test]
+    async fn uploads_are_refused_when_the_disk_keeps_too_little() {
+        let dir = tempfile::tempdir().unwrap();
+        let staging = Staging::open(dir.path())
+            .unwrap()
+            .with_limits(StagingLimits {
+                max_bytes: u64::MAX,
+                min_free_bytes: u64::MAX,
+            });
+        assert!(matches!(staging.stage(100).await, Err(StageError::Full(_))));
     }
 
     #[tokio::test]

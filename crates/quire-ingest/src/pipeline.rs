@@ -20,6 +20,46 @@ pub enum ProcessingError {
     /// The original could not be read.
     #[error("could not read the stored file: {0}")]
     Io(#[from] std::io::Error),
+    /// The text extracted is more than one document may hold.
+    #[error(
+        "the document's text is larger than the {} MiB limit (parsing.max_text_mb); split it \
+         into smaller files",
+        .limit.div_ceil(1024 * 1024)
+    )]
+    TextTooLarge {
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// The text makes more chunks than one document may have.
+    #[error(
+        "the document makes more than {limit} chunks (parsing.max_chunks); split it into \
+         smaller files"
+    )]
+    TooManyChunks {
+        /// The limit.
+        limit: u32,
+    },
+}
+
+/// Bounds on what one document may become: its text and its chunks are held in memory while
+/// they are screened, embedded and stored, so they are capped rather than left to the size of
+/// the upload (an archive or a text file can unpack to hundreds of MiB).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputLimits {
+    /// Most bytes of text extracted from one document.
+    pub max_text_bytes: u64,
+    /// Most chunks of one document.
+    pub max_chunks: u32,
+}
+
+impl Default for OutputLimits {
+    fn default() -> Self {
+        Self {
+            max_text_bytes: 64 * 1024 * 1024,
+            max_chunks: 100_000,
+        }
+    }
 }
 
 /// What processing made of a document.
@@ -31,8 +71,8 @@ pub struct Processed {
     pub page_count: u32,
 }
 
-/// Reads the original at `path` and cuts it into chunks; scanned pages and images are read by
-/// OCR when `ocr` is given.
+/// Reads the original at `path` and cuts it into chunks, within `output`'s bounds; scanned
+/// pages and images are read by OCR when `ocr` is given.
 pub fn process_file(
     path: &Path,
     name: &str,
@@ -40,13 +80,26 @@ pub fn process_file(
     chunking: ChunkingParams,
     limits: &ParseLimits,
     ocr: Option<&OcrSettings>,
+    output: OutputLimits,
 ) -> Result<Processed, ProcessingError> {
     let bytes = std::fs::read(path)?;
     let ocr = ocr.map(|settings| Ocr::new(settings.clone()));
     let parsed = parse_with_ocr(&bytes, name, content_type, limits, ocr.as_ref())?;
+    drop(bytes);
+    let text_bytes: u64 = parsed.blocks.iter().map(|b| b.text.len() as u64).sum();
+    if text_bytes > output.max_text_bytes {
+        return Err(ProcessingError::TextTooLarge {
+            limit: output.max_text_bytes,
+        });
+    }
     let chunks = chunk_blocks(&parsed.blocks, chunking);
     if chunks.is_empty() {
         return Err(ParseError::Empty.into());
+    }
+    if chunks.len() > output.max_chunks as usize {
+        return Err(ProcessingError::TooManyChunks {
+            limit: output.max_chunks,
+        });
     }
     Ok(Processed {
         chunks,
@@ -69,6 +122,7 @@ mod tests {
             ChunkingParams::default(),
             &ParseLimits::default(),
             None,
+            OutputLimits::default(),
         )
     }
 
@@ -101,5 +155,38 @@ mod tests {
             run("a.txt", b""),
             Err(ProcessingError::Parse(ParseError::Empty))
         ));
+    }
+
+    #[test]
+    fn text_and_chunks_are_capped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let text = "word ".repeat(20_000);
+        std::fs::write(&path, &text).unwrap();
+        let with = |output| {
+            process_file(
+                &path,
+                "big.txt",
+                "",
+                ChunkingParams::default(),
+                &ParseLimits::default(),
+                None,
+                output,
+            )
+        };
+        let fine = with(OutputLimits::default()).unwrap();
+        assert!(fine.chunks.len() > 2);
+        let error = with(OutputLimits {
+            max_text_bytes: 1024,
+            ..OutputLimits::default()
+        })
+        .unwrap_err();
+        assert!(error.to_string().contains("parsing.max_text_mb"), "{error}");
+        let error = with(OutputLimits {
+            max_chunks: 2,
+            ..OutputLimits::default()
+        })
+        .unwrap_err();
+        assert!(error.to_string().contains("more than 2 chunks"), "{error}");
     }
 }

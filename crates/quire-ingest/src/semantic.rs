@@ -108,6 +108,8 @@ impl Semantic {
     ) -> Result<Vec<(u32, Vec<f32>)>, ModelError> {
         let texts: Vec<String> = chunks.iter().map(embedding_text).collect();
         let vectors = self.embedder.embed(&texts, Purpose::Document).await?;
+        metrics::counter!(crate::progress::CHUNKS_EMBEDDED)
+            .increment(u64::try_from(vectors.len()).unwrap_or(u64::MAX));
         Ok(chunks.iter().map(|c| c.ordinal).zip(vectors).collect())
     }
 

@@ -14,7 +14,8 @@ use quire_core::{
 use quire_files::{FilesError, OriginalStore};
 use quire_search::{IndexedChunk, KeywordIndex, SearchError, VectorError};
 use quire_store::{
-    ClaimedJob, Created, FinishOutcome, ProcessedDocument, ReviewDecision, Store, StoreError,
+    ClaimedJob, Created, FinishOutcome, ProcessedDocument, ProcessingStage, ReviewDecision, Store,
+    StoreError,
 };
 use tempfile::TempPath;
 use tokio::sync::Notify;
@@ -23,13 +24,18 @@ use tracing::Instrument;
 use crate::chunker::ChunkingParams;
 use crate::isolation::{Isolation, ParseJob, parse_isolated};
 use crate::originals::{StageError, StagedFile, StagedUpload, Staging};
-use crate::pipeline::Processed;
+use crate::pipeline::{OutputLimits, Processed};
+use crate::progress::Progress;
 use crate::review::Review;
 use crate::semantic::Semantic;
 use quire_parse::{OcrSettings, ParseLimits, guess_content_type};
 
 /// Shortest time between two renewals of a job's lease, whatever the lease.
 const MIN_RENEWAL: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// Chunks embedded per call to the embedder: small enough that progress moves every second or
+/// so on a CPU, large enough that the embedder still fills its own batches.
+const EMBED_BATCH: usize = 128;
 
 /// Longest stored file name, in characters.
 const MAX_NAME_CHARS: usize = 255;
@@ -43,6 +49,8 @@ pub struct IngestSettings {
     pub chunking: ChunkingParams,
     /// Bounds on parsing one document.
     pub parse_limits: ParseLimits,
+    /// Bounds on the text and chunks one document may become.
+    pub output_limits: OutputLimits,
     /// Longest a worker may spend parsing one document before it is failed.
     pub time_budget: std::time::Duration,
     /// Longest the server-side steps after parsing (screening, embedding, indexing) may take
@@ -447,8 +455,14 @@ impl Ingest {
                 return Err(e.into());
             }
         };
+        let progress = Progress::start(
+            Arc::clone(&self.store),
+            Arc::clone(&self.clock),
+            job.document_id,
+        )
+        .await;
         match self.extract(job, original.path()).await {
-            Ok(processed) => self.index_processed(job, processed).await?,
+            Ok(processed) => self.index_processed(job, processed, progress).await?,
             Err(message) => {
                 tracing::info!(error = %message, "document failed");
                 let outcome = self
@@ -489,6 +503,7 @@ impl Ingest {
                 ocr.document_timeout_seconds = budget.saturating_sub((budget / 10).max(2)).max(1);
                 ocr
             }),
+            output: self.settings.output_limits,
         };
         parse_isolated(&self.settings.isolation, parse, self.settings.time_budget).await
     }
@@ -546,9 +561,10 @@ impl Ingest {
         &self,
         job: &ClaimedJob,
         processed: Processed,
+        progress: Progress,
     ) -> Result<(), IngestError> {
         let budget = self.settings.index_time_budget;
-        let steps = AssertUnwindSafe(self.store_processed(job, processed)).catch_unwind();
+        let steps = AssertUnwindSafe(self.store_processed(job, processed, progress)).catch_unwind();
         let message = match tokio::time::timeout(budget, steps).await {
             Ok(Ok(result)) => return result,
             Ok(Err(panic)) => format!("processing panicked: {}", panic_message(&*panic)),
@@ -574,25 +590,43 @@ impl Ingest {
         &self,
         job: &ClaimedJob,
         processed: Processed,
+        mut progress: Progress,
     ) -> Result<(), IngestError> {
+        progress.stage(ProcessingStage::Screening, None).await;
         let Some(processed) = self.screen(job, processed).await? else {
             return Ok(());
         };
         let (doc, source) = (job.document_id, job.source_id);
         if let Some(semantic) = &self.semantic {
-            let vectors = match semantic.embed_chunks(&processed.chunks).await {
-                Ok(vectors) => vectors,
-                Err(e) => {
-                    tracing::error!(error = %e, "embedding failed");
-                    let message = format!("could not embed the document's text: {e}");
-                    self.store
-                        .fail_document(job, &message, self.clock.now())
-                        .await?;
-                    return Ok(());
+            let total = processed.chunks.len();
+            progress
+                .stage(ProcessingStage::Embedding, Some(count(total)))
+                .await;
+            // A batch at a time, so the document's progress can say how far embedding is.
+            let mut vectors = Vec::with_capacity(total);
+            for batch in processed.chunks.chunks(EMBED_BATCH) {
+                match semantic.embed_chunks(batch).await {
+                    Ok(embedded) => vectors.extend(embedded),
+                    Err(e) => {
+                        tracing::error!(document = %doc, error = %e, "embedding failed");
+                        let message = format!(
+                            "could not embed the document's text: {}; the cause has been logged",
+                            e.client_message()
+                        );
+                        self.store
+                            .fail_document(job, &message, self.clock.now())
+                            .await?;
+                        return Ok(());
+                    }
                 }
-            };
+                progress.advance(count(vectors.len())).await;
+            }
+            progress.stage(ProcessingStage::Indexing, None).await;
             let index = Arc::clone(semantic.vectors());
             blocking(move || index.replace_document(doc, source, &vectors)).await??;
+        }
+        if self.semantic.is_none() {
+            progress.stage(ProcessingStage::Indexing, None).await;
         }
         let indexed: Vec<IndexedChunk> = processed
             .chunks
@@ -640,6 +674,11 @@ impl Ingest {
         }
         Ok(())
     }
+}
+
+/// A length as a progress count.
+fn count(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
 }
 
 /// An original the parser can read: the store's own file, or a fetched copy removed on drop.

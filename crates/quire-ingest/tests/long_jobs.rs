@@ -111,6 +111,7 @@ async fn fixture(lease: chrono::Duration, index_time_budget: Duration) -> Fixtur
             max_upload_bytes: 1 << 20,
             chunking: ChunkingParams::default(),
             parse_limits: ParseLimits::default(),
+            output_limits: quire_ingest::OutputLimits::default(),
             time_budget: Duration::from_secs(30),
             index_time_budget,
             isolation: Isolation::InProcess,

@@ -98,6 +98,7 @@ async fn fixture(files: impl FnOnce(&Path) -> Arc<dyn OriginalStore>) -> Fixture
             max_upload_bytes: 1 << 20,
             chunking: ChunkingParams::default(),
             parse_limits: ParseLimits::default(),
+            output_limits: quire_ingest::OutputLimits::default(),
             time_budget: Duration::from_secs(30),
             index_time_budget: Duration::from_secs(30),
             isolation: Isolation::InProcess,

@@ -5,6 +5,7 @@
 use std::io::Cursor;
 
 use crate::encoding::looks_binary;
+use crate::ole::{self, OleKind};
 
 /// What a file turned out to be.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +40,14 @@ pub enum Format {
     Email,
     /// Rich Text Format.
     Rtf,
+    /// Word 97–2003 (`.doc`, an OLE compound file).
+    Doc,
+    /// Excel 97–2003 (`.xls`, an OLE compound file).
+    Xls,
+    /// PowerPoint 97–2003 (`.ppt`, an OLE compound file).
+    Ppt,
+    /// An Outlook message (`.msg`, an OLE compound file).
+    Msg,
     /// An image (PNG, JPEG, TIFF, WebP), read by OCR.
     Image(crate::raster::ImageKind),
     /// A password-protected DOCX, XLSX or PPTX (stored as an OLE container).
@@ -66,6 +75,10 @@ impl Format {
             Self::PlainText => "text file",
             Self::Email => "e-mail message",
             Self::Rtf => "RTF document",
+            Self::Doc => "Word 97-2003 document (.doc)",
+            Self::Xls => "Excel 97-2003 workbook (.xls)",
+            Self::Ppt => "PowerPoint 97-2003 presentation (.ppt)",
+            Self::Msg => "Outlook message (.msg)",
             Self::Image(kind) => kind.describe(),
             Self::EncryptedOffice => "Office document (DOCX, XLSX or PPTX)",
             Self::Unsupported(kind) => kind,
@@ -92,16 +105,8 @@ pub fn detect_format(bytes: &[u8], name: &str, declared_type: &str) -> Format {
     if head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06") {
         return zip_format(bytes, ext.as_deref());
     }
-    if head.starts_with(b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1") {
-        if is_encrypted_ooxml(bytes) {
-            return Format::EncryptedOffice;
-        }
-        return Format::Unsupported(if ext.as_deref() == Some("msg") {
-            "Outlook message (.msg); export it as .eml".into()
-        } else {
-            "legacy Microsoft Office document (.doc, .xls or .ppt); save it as .docx, .xlsx or .pptx"
-                .into()
-        });
+    if head.starts_with(ole::SIGNATURE) {
+        return ole_format(bytes, ext.as_deref());
     }
     if head.starts_with(b"{\\rtf") {
         return Format::Rtf;
@@ -180,6 +185,26 @@ fn zip_format(bytes: &[u8], ext: Option<&str>) -> Format {
     }
 }
 
+/// Tells compound files apart by their streams; one that cannot be opened is taken by its name,
+/// so the parser can say which kind of file is damaged.
+fn ole_format(bytes: &[u8], ext: Option<&str>) -> Format {
+    match ole::kind(bytes) {
+        Some(OleKind::EncryptedOoxml) => Format::EncryptedOffice,
+        Some(OleKind::Doc) => Format::Doc,
+        Some(OleKind::Xls) => Format::Xls,
+        Some(OleKind::Ppt) => Format::Ppt,
+        Some(OleKind::Msg) => Format::Msg,
+        None if is_encrypted_ooxml(bytes) => Format::EncryptedOffice,
+        None => match ext {
+            Some("doc" | "dot") => Format::Doc,
+            Some("xls" | "xlt") => Format::Xls,
+            Some("ppt" | "pot" | "pps") => Format::Ppt,
+            Some("msg") => Format::Msg,
+            _ => Format::Unsupported("OLE compound file of an unrecognised kind".into()),
+        },
+    }
+}
+
 /// Office encrypts a DOCX, XLSX or PPTX by wrapping it in an OLE container whose directory
 /// names an `EncryptedPackage` stream (stored as UTF-16).
 fn is_encrypted_ooxml(bytes: &[u8]) -> bool {
@@ -208,6 +233,10 @@ pub fn guess_content_type(name: &str) -> &'static str {
         Some("epub") => "application/epub+zip",
         Some("eml") => "message/rfc822",
         Some("rtf") => "application/rtf",
+        Some("doc") => "application/msword",
+        Some("xls") => "application/vnd.ms-excel",
+        Some("ppt") => "application/vnd.ms-powerpoint",
+        Some("msg") => "application/vnd.ms-outlook",
         _ => "application/octet-stream",
     }
 }
@@ -298,9 +327,15 @@ mod tests {
         assert!(
             matches!(detect_format(b"PK\x03\x04junk", "a.zip", ""), Format::Unsupported(k) if k.contains("damaged"))
         );
-        assert!(
-            matches!(detect_format(b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1", "a.doc", ""), Format::Unsupported(k) if k.contains("legacy"))
+        // A compound file too damaged to open is taken by its name.
+        assert_eq!(
+            detect_format(b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1", "a.doc", ""),
+            Format::Doc
         );
+        assert!(matches!(
+            detect_format(b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1", "a.bin", ""),
+            Format::Unsupported(_)
+        ));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crate::raster::ImageKind;
 use crate::{Extracted, ParseError, ParseLimits, parse_at_depth, plain_text};
 
 /// Below this many visible characters in its bodies, a message's picture attachments are OCRed.
-const LITTLE_TEXT: usize = 200;
+pub(crate) const LITTLE_TEXT: usize = 200;
 
 const WHAT: &str = "e-mail message";
 
@@ -106,7 +106,12 @@ fn render(
 }
 
 /// Appends an attachment's blocks, its page 1 becoming `first_page`.
-fn append_all(out: &mut BlockBuilder, blocks: Vec<Block>, first_page: u32, section: &str) {
+pub(crate) fn append_all(
+    out: &mut BlockBuilder,
+    blocks: Vec<Block>,
+    first_page: u32,
+    section: &str,
+) {
     for block in blocks {
         let section = if block.section.is_empty() {
             section.to_owned()

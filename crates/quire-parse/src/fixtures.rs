@@ -1,7 +1,10 @@
 //! Files built by tests (enabled by the `fixtures` feature): small valid PDFs with text, an
-//! outline and, when asked, encryption; and scans: pages of known text rendered to images (a
-//! compiled-in bitmap font, so no font file is needed), as PNG, multi-page TIFF, and PDFs whose
-//! pages are those images, so OCR tests never need sample files on disk.
+//! outline and, when asked, encryption; legacy Office compound files; and scans: pages of
+//! known text rendered to images (a compiled-in bitmap font, so no font file is needed), as
+//! PNG, multi-page TIFF, and PDFs whose pages are those images, so tests never need sample
+//! files on disk.
+
+use std::io::{Cursor, Write};
 
 /// Builds small, valid PDFs for tests: one page per entry, each line of text drawn in
 /// Helvetica, with an optional outline entry per page.
@@ -375,4 +378,131 @@ pub fn scanned_pdf(pages: &[PdfPage<'_>]) -> Vec<u8> {
         objects.push(image);
     }
     assemble_bytes(&objects)
+}
+
+/// An OLE compound file with the given `(path, bytes)` streams (storages on the way are
+/// created), written with `cfb`.
+pub fn compound(streams: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut file = cfb::CompoundFile::create(Cursor::new(Vec::new())).unwrap();
+    for (path, bytes) in streams {
+        if let Some((parent, _)) = path.rsplit_once('/')
+            && !parent.is_empty()
+        {
+            file.create_storage_all(parent).unwrap();
+        }
+        file.create_stream(path).unwrap().write_all(bytes).unwrap();
+    }
+    file.flush().unwrap();
+    file.into_inner().into_inner()
+}
+
+/// A minimal Word 97 `.doc`: a File Information Block, `text` as one piece after it (8-bit
+/// when `compressed`, else UTF-16, so `\r` ends paragraphs and `\x0c` breaks pages), and a
+/// `1Table` stream with the piece table. `flags` are added to the FIB's flags (0x0100 marks
+/// the file encrypted).
+pub fn doc(text: &str, compressed: bool, flags: u16) -> Vec<u8> {
+    let (csw, cslw, pairs) = (14usize, 22usize, 93usize);
+    let fib_len = 32 + 2 + csw * 2 + 2 + cslw * 4 + 2 + pairs * 8;
+    let mut word = vec![0u8; fib_len];
+    word[0..2].copy_from_slice(&0xA5ECu16.to_le_bytes());
+    word[2..4].copy_from_slice(&0x00C1u16.to_le_bytes());
+    word[0x0A..0x0C].copy_from_slice(&(flags | 0x0200).to_le_bytes());
+    word[32..34].copy_from_slice(&(csw as u16).to_le_bytes());
+    let rg_lw = 34 + csw * 2 + 2;
+    word[rg_lw - 2..rg_lw].copy_from_slice(&(cslw as u16).to_le_bytes());
+    let chars = text.chars().count() as u32;
+    word[rg_lw + 12..rg_lw + 16].copy_from_slice(&chars.to_le_bytes());
+    let rg_fc_lcb = rg_lw + cslw * 4 + 2;
+    word[rg_fc_lcb - 2..rg_fc_lcb].copy_from_slice(&(pairs as u16).to_le_bytes());
+    let text_at = word.len() as u32;
+    let fc = if compressed {
+        word.extend(text.chars().map(|c| c as u8));
+        (text_at * 2) | 0x4000_0000
+    } else {
+        word.extend(text.encode_utf16().flat_map(u16::to_le_bytes));
+        text_at
+    };
+    let mut plc = Vec::new();
+    plc.extend(0u32.to_le_bytes());
+    plc.extend(chars.to_le_bytes());
+    plc.extend([0u8; 2]);
+    plc.extend(fc.to_le_bytes());
+    plc.extend([0u8; 2]);
+    let mut table = vec![0u8; 16];
+    let fc_clx = table.len() as u32;
+    table.push(2);
+    table.extend((plc.len() as u32).to_le_bytes());
+    table.extend(&plc);
+    let lcb_clx = table.len() as u32 - fc_clx;
+    let at = rg_fc_lcb + 33 * 8;
+    word[at..at + 4].copy_from_slice(&fc_clx.to_le_bytes());
+    word[at + 4..at + 8].copy_from_slice(&lcb_clx.to_le_bytes());
+    compound(&[("/WordDocument", &word), ("/1Table", &table)])
+}
+
+/// A BIFF8 (Excel 97–2003) `.xls` with one sheet per `(name, rows)`, every cell a string
+/// (`LABEL` records): the least a reader needs (BOF, BoundSheet8 and EOF, then per sheet BOF,
+/// the cells and EOF).
+pub fn xls(sheets: &[(&str, &[&[&str]])]) -> Vec<u8> {
+    fn record(out: &mut Vec<u8>, kind: u16, data: &[u8]) {
+        out.extend(kind.to_le_bytes());
+        out.extend((data.len() as u16).to_le_bytes());
+        out.extend(data);
+    }
+    fn bof(kind: u16) -> Vec<u8> {
+        let mut data = 0x0600u16.to_le_bytes().to_vec();
+        data.extend(kind.to_le_bytes());
+        data.extend([0u8; 12]);
+        data
+    }
+    // Sheet streams first, to know their lengths; then the globals, whose own length fixes
+    // where each sheet starts.
+    let bodies: Vec<Vec<u8>> = sheets
+        .iter()
+        .map(|(_, rows)| {
+            let mut body = Vec::new();
+            record(&mut body, 0x0809, &bof(0x0010));
+            for (r, row) in rows.iter().enumerate() {
+                for (c, text) in row.iter().enumerate() {
+                    let mut data = Vec::new();
+                    data.extend((r as u16).to_le_bytes());
+                    data.extend((c as u16).to_le_bytes());
+                    data.extend(0u16.to_le_bytes());
+                    let units: Vec<u16> = text.encode_utf16().collect();
+                    data.extend((units.len() as u16).to_le_bytes());
+                    data.push(1);
+                    data.extend(units.iter().flat_map(|u| u.to_le_bytes()));
+                    record(&mut body, 0x0204, &data);
+                }
+            }
+            record(&mut body, 0x000A, &[]);
+            body
+        })
+        .collect();
+    let sheet_record = |name: &str, pos: u32| {
+        let units: Vec<u16> = name.encode_utf16().collect();
+        let mut data = pos.to_le_bytes().to_vec();
+        data.extend([0, 0, units.len() as u8, 1]);
+        data.extend(units.iter().flat_map(|u| u.to_le_bytes()));
+        data
+    };
+    let globals_len: usize = 4
+        + 16
+        + sheets
+            .iter()
+            .map(|(name, _)| 4 + sheet_record(name, 0).len())
+            .sum::<usize>()
+        + 4;
+    let mut stream = Vec::new();
+    record(&mut stream, 0x0809, &bof(0x0005));
+    let mut pos = globals_len;
+    for ((name, _), body) in sheets.iter().zip(&bodies) {
+        record(&mut stream, 0x0085, &sheet_record(name, pos as u32));
+        pos += body.len();
+    }
+    record(&mut stream, 0x000A, &[]);
+    for body in &bodies {
+        stream.extend(body);
+    }
+    compound(&[("/Workbook", &stream)])
 }

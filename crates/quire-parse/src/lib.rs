@@ -1,6 +1,7 @@
 //! Quire's parsers: format detection from the bytes, and text extraction into [`Block`]s that
 //! know their page and heading path, for plain text (any common encoding), Markdown, HTML, CSV
-//! and TSV, PDF, DOCX, PPTX, XLSX, OpenDocument (ODT, ODP, ODS), RTF, and e-mail with its attachments. Pure and blocking: no
+//! and TSV, PDF, DOCX, PPTX, XLSX, legacy Office (DOC, PPT, XLS), OpenDocument (ODT, ODP, ODS),
+//! RTF, and e-mail (`.eml` and Outlook `.msg`) with its attachments. Pure and blocking: no
 //! I/O beyond the bytes given, and every container is read under [`ParseLimits`].
 //!
 //! With [`Ocr`] (given to [`parse_with_ocr`]), scanned PDF pages and images (PNG, JPEG, TIFF,
@@ -10,6 +11,7 @@
 mod archive;
 mod blocks;
 mod detect;
+mod doc;
 mod docx;
 mod email;
 mod encoding;
@@ -17,12 +19,16 @@ mod epub;
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fixtures;
 mod html;
+mod msg;
 mod ocr;
+mod ole;
 mod opendocument;
 mod pdf;
+mod ppt;
 mod pptx;
 mod raster;
 mod rtf;
+mod rtf_compressed;
 mod spreadsheet;
 mod table;
 mod tabular;
@@ -39,7 +45,9 @@ pub use raster::ImageKind;
 pub use text::{Extracted, markdown, plain_text};
 
 /// Formats that can be parsed, for error messages.
-pub const SUPPORTED_FORMATS: &str = "PDF, plain text, Markdown, HTML, CSV/TSV, DOCX, PPTX, XLSX, ODT, ODP, ODS, EPUB, RTF, e-mail (.eml), and with OCR PNG, JPEG, TIFF and WebP images";
+pub const SUPPORTED_FORMATS: &str = "PDF, plain text, Markdown, HTML, CSV/TSV, DOCX, PPTX, XLSX, \
+     DOC, PPT, XLS (Office 97-2003), ODT, ODP, ODS, EPUB, RTF, e-mail (.eml, Outlook .msg), and \
+     with OCR PNG, JPEG, TIFF and WebP images";
 
 /// How to turn OCR on, for the reasons of documents that need it.
 pub const OCR_HOWTO: &str = "OCR would read it: install Tesseract (scripts/ocr-deps, or \
@@ -105,6 +113,17 @@ pub enum ParseError {
         format: String,
         /// What was wrong.
         detail: String,
+    },
+    /// A kind of file Quire reads, in a variant it does not (Word 6.0/95, a PowerPoint 95
+    /// deck); the text says what would work.
+    #[error("the {what} cannot be read: {reason}; {remedy}")]
+    Unreadable {
+        /// What the file was taken to be.
+        what: String,
+        /// Why it cannot be read.
+        reason: String,
+        /// What the person could do instead, such as saving it in a newer format.
+        remedy: String,
     },
     /// The file is over a limit.
     #[error("{0}")]
@@ -176,12 +195,15 @@ pub(crate) fn parse_at_depth(
         Format::Html => html::parse(&decode_text(bytes).text),
         Format::Docx => docx::parse(bytes, limits)?,
         Format::Pptx => pptx::parse(bytes, limits)?,
-        Format::Xlsx | Format::Ods => spreadsheet::parse(bytes, &format, limits)?,
+        Format::Xlsx | Format::Ods | Format::Xls => spreadsheet::parse(bytes, &format, limits)?,
         Format::Odt => opendocument::parse(bytes, false, limits)?,
         Format::Odp => opendocument::parse(bytes, true, limits)?,
         Format::Epub => epub::parse(bytes, limits)?,
         Format::Email => email::parse(bytes, limits, ocr, depth)?,
         Format::Rtf => rtf::parse(bytes)?,
+        Format::Msg => msg::parse(bytes, limits, ocr, depth)?,
+        Format::Doc => doc::parse(bytes, limits)?,
+        Format::Ppt => ppt::parse(bytes, limits)?,
         Format::EncryptedOffice => return Err(ParseError::Encrypted(format.describe().to_owned())),
         Format::Pdf => pdf::parse(bytes, limits, ocr)?,
         Format::Image(kind) => raster::parse(bytes, *kind, limits, ocr)?,

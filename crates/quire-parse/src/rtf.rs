@@ -351,7 +351,7 @@ impl<'a> Reader<'a> {
 }
 
 /// The encoding of a Windows code page number.
-fn code_page(number: i64) -> Option<&'static Encoding> {
+pub(crate) fn code_page(number: i64) -> Option<&'static Encoding> {
     let label = match number {
         932 => "shift_jis".to_owned(),
         936 => "gbk".to_owned(),

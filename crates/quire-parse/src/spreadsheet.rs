@@ -1,12 +1,13 @@
-//! XLSX and ODS workbooks (read with calamine): one page and one section per sheet, named after
+//! XLSX, ODS and legacy XLS workbooks (read with calamine): one page and one section per sheet, named after
 //! the sheet, with rows rendered under their header names.
 
 use std::io::Cursor;
 
-use calamine::{Data, Ods, Reader, Xlsx};
+use calamine::{Data, Ods, Reader, Xls, Xlsx};
 
 use crate::archive::Archive;
 use crate::blocks::BlockBuilder;
+use crate::ole::{Ole, malformed, u16_at, u32_at};
 use crate::tabular::push_rows;
 use crate::{Extracted, Format, ParseError, ParseLimits};
 
@@ -15,11 +16,78 @@ pub(crate) fn parse(
     format: &Format,
     limits: &ParseLimits,
 ) -> Result<Extracted, ParseError> {
-    if *format == Format::Ods {
-        read::<Ods<_>>(bytes, "ODS spreadsheet", limits)
-    } else {
-        read::<Xlsx<_>>(bytes, "XLSX workbook", limits)
+    match format {
+        Format::Ods => {
+            check_zip(bytes, "ODS spreadsheet", limits)?;
+            read::<Ods<_>>(bytes, "ODS spreadsheet", limits)
+        }
+        Format::Xls => {
+            // calamine reads the workbook stream whole; check the compound file against the
+            // limits first (a stream longer than the file or the budget fails here).
+            let what = "Excel 97-2003 workbook (.xls)";
+            let mut ole = Ole::open(bytes, what, limits)?;
+            let stream = match ole.read("/Workbook")? {
+                Some(stream) => stream,
+                None => ole.require("/Book")?,
+            };
+            check_biff(&stream, what)?;
+            read::<Xls<_>>(bytes, what, limits)
+        }
+        _ => {
+            check_zip(bytes, "XLSX workbook", limits)?;
+            read::<Xlsx<_>>(bytes, "XLSX workbook", limits)
+        }
     }
+}
+
+/// Checks the records of an XLS workbook stream that calamine trusts: a sheet's start
+/// (`BoundSheet8`) must lie inside the stream, and a sheet's declared size (`Dimensions`, which
+/// calamine reserves memory for) must be ordered and within Excel's 65,536 × 256 grid.
+fn check_biff(stream: &[u8], what: &str) -> Result<(), ParseError> {
+    let damaged = |detail: &str| malformed(what, detail);
+    let mut at = 0usize;
+    while let (Some(kind), Some(len)) = (u16_at(stream, at), u16_at(stream, at + 2)) {
+        let data = stream
+            .get(at + 4..at + 4 + usize::from(len))
+            .ok_or_else(|| damaged("a record runs past the end of the workbook stream"))?;
+        match kind {
+            0x0085 if u32_at(data, 0).is_none_or(|pos| pos as usize >= stream.len()) => {
+                return Err(damaged("a sheet starts outside the workbook stream"));
+            }
+            0x0200 => {
+                let (first_row, last_row, first_col, last_col) = match data.len() {
+                    10 => (
+                        u16_at(data, 0).map(u32::from),
+                        u16_at(data, 2).map(u32::from),
+                        u16_at(data, 4),
+                        u16_at(data, 6),
+                    ),
+                    _ => (
+                        u32_at(data, 0),
+                        u32_at(data, 4),
+                        u16_at(data, 8),
+                        u16_at(data, 10),
+                    ),
+                };
+                let ok = matches!(
+                    (first_row, last_row, first_col, last_col),
+                    (Some(r0), Some(r1), Some(c0), Some(c1))
+                        if r0 <= r1 && r1 <= 65_536 && c0 <= c1 && c1 <= 256
+                );
+                if !ok {
+                    return Err(damaged("a sheet declares impossible dimensions"));
+                }
+            }
+            _ => {}
+        }
+        at += 4 + usize::from(len);
+    }
+    Ok(())
+}
+
+/// calamine unpacks parts whole; check the container against the limits first.
+fn check_zip(bytes: &[u8], what: &'static str, limits: &ParseLimits) -> Result<(), ParseError> {
+    Archive::open(bytes, what, limits).map(drop)
 }
 
 fn read<'a, W>(
@@ -31,8 +99,6 @@ where
     W: Reader<Cursor<&'a [u8]>>,
     W::Error: std::fmt::Display,
 {
-    // calamine unpacks parts whole; check the container against the limits first.
-    Archive::open(bytes, what, limits)?;
     let malformed = |e: W::Error| {
         let detail = e.to_string();
         if detail.to_ascii_lowercase().contains("password") || detail.contains("ncrypt") {
@@ -78,5 +144,54 @@ fn cell_text(cell: &Data) -> String {
             })
             .unwrap_or_else(|| cell.to_string()),
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::{compound, xls};
+    use crate::test_support::shape;
+
+    #[test]
+    fn xls_sheets_become_pages() {
+        let file = xls(&[
+            ("Teams", &[&["Team", "Wins"], &["Falcons", "12"]]),
+            ("Coaches", &[&["Coach"], &["Marlowe"]]),
+        ]);
+        assert_eq!(crate::detect_format(&file, "book", ""), Format::Xls);
+        let parsed = crate::parse(&file, "book.xls", "", &ParseLimits::default()).unwrap();
+        assert_eq!(
+            shape(&parsed.blocks),
+            vec![
+                (1, "Teams", "Team: Falcons; Wins: 12"),
+                (2, "Coaches", "Coach: Marlowe")
+            ]
+        );
+        assert_eq!(parsed.page_count, 2);
+    }
+
+    #[test]
+    fn corrupt_workbook_records_fail_with_a_reason() {
+        let record = |kind: u16, data: &[u8]| {
+            let mut out = kind.to_le_bytes().to_vec();
+            out.extend((data.len() as u16).to_le_bytes());
+            out.extend(data);
+            out
+        };
+        // A sheet said to start far past the end of the stream.
+        let mut sheet = u32::MAX.to_le_bytes().to_vec();
+        sheet.extend([0, 0, 1, 0, b'x']);
+        let far = record(0x0085, &sheet);
+        // A sheet that claims 4 billion rows (calamine would reserve memory for them).
+        let mut dims = 0u32.to_le_bytes().to_vec();
+        dims.extend(u32::MAX.to_le_bytes());
+        dims.extend([0, 0, 1, 0, 0, 0]);
+        let huge = record(0x0200, &dims);
+        for stream in [far, huge, vec![0x09, 0x08, 0xFF, 0x00]] {
+            let file = compound(&[("/Workbook", &stream)]);
+            let err = parse(&file, &Format::Xls, &ParseLimits::default()).unwrap_err();
+            assert!(matches!(err, ParseError::Malformed { .. }), "{err}");
+        }
     }
 }

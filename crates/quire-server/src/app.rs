@@ -58,7 +58,9 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
             index_dir.display()
         )
     })?);
-    let staging = Staging::open(data_dir).context("could not prepare the upload staging area")?;
+    let staging = Staging::open(data_dir)
+        .context("could not prepare the upload staging area")?
+        .with_limits(config.limits.staging());
     let (files_location, s3) = config.files.store_settings(data_dir)?;
     let files = quire_files::open(&files_location, &s3)
         .with_context(|| format!("could not open the store of originals ({files_location:?})"))?;
@@ -110,6 +112,7 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
                 max_upload_bytes: config.limits.max_upload_bytes,
                 chunking: config.chunking,
                 parse_limits: config.parsing.limits(),
+                output_limits: config.parsing.output_limits(),
                 time_budget: Duration::from_secs(config.workers.time_budget_seconds),
                 index_time_budget: Duration::from_secs(config.workers.index_time_budget_seconds),
                 isolation: config.parsing.isolation()?,
@@ -166,10 +169,15 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
 
 impl App {
     /// The HTTP application: the Agent API (whose fallback answers every unknown path outside
-    /// `/admin` in the JSON error envelope) and the admin web interface under `/admin`.
+    /// `/admin` and `/mcp` in the JSON error envelope), the admin web interface under `/admin`
+    /// and the MCP server at `/mcp`.
     pub fn router(&self) -> Router {
         quire_http::router(self.state.clone())
             .merge(quire_admin::router(self.state.services.clone()))
+            .merge(quire_mcp::router(self.state.services.clone()))
+            // A route layer, so the matched route is known (unmatched paths are not counted by
+            // route: their label would be whatever a client makes up).
+            .route_layer(axum::middleware::from_fn(crate::metrics::track))
     }
 
     /// The use cases' services (for in-process tools such as `quire bench`).
@@ -185,6 +193,23 @@ impl App {
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
+        // First, so a metrics address that cannot be used stops the start before any work.
+        let metrics = match self.config.metrics.address()? {
+            Some(address) => {
+                let handle = crate::metrics::recorder()?;
+                let listener = TcpListener::bind(address).await.with_context(|| {
+                    format!("could not listen for metrics on {address} (metrics.bind)")
+                })?;
+                tracing::info!(%address, "Prometheus metrics at /metrics");
+                let router = crate::metrics::router(handle, self.state.services.clone());
+                Some(tokio::spawn(async move {
+                    if let Err(e) = axum::serve(listener, router).await {
+                        tracing::error!(error = %e, "the metrics listener failed");
+                    }
+                }))
+            }
+            None => None,
+        };
         // On the embedded store this process owns the data directory (the index lock proves
         // it), so any job still marked running, and any outbox claim, belongs to a process that
         // died: put those jobs back in the queue and release those claims (their events are
@@ -287,6 +312,9 @@ impl App {
         .await
         .context("HTTP server failed");
         housekeeping.abort();
+        if let Some(metrics) = metrics {
+            metrics.abort();
+        }
         if let Some(backfill) = backfill {
             backfill.abort();
         }

@@ -5,6 +5,7 @@
 
 pub mod app;
 pub mod config;
+pub mod metrics;
 
 pub use app::{App, build, open_store};
 pub use config::{Config, Overrides};

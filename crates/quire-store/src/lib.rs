@@ -22,9 +22,10 @@ pub use sqlite::SqliteStore;
 pub use sqlx::Error as SqlxError;
 pub use types::{
     AdminSession, AuditEntry, ClaimedJob, ConversationRecord, Created, DecidedReview,
-    DeliveryAttempt, DocumentHit, FinishOutcome, HeldDocument, MessageRecord, NewDeliveryAttempt,
-    NewMessage, NewWebhook, PendingDelivery, ProcessedDocument, RateBucket, RateWindow,
-    ReviewDecision, ReviewRecord, StoredChunk, WebhookRecord,
+    DeliveryAttempt, DocumentHit, DocumentProgress, FinishOutcome, HeldDocument, MessageRecord,
+    NewDeliveryAttempt, NewMessage, NewWebhook, PendingDelivery, PoolStats, ProcessedDocument,
+    ProcessingStage, RateBucket, RateWindow, ReviewDecision, ReviewRecord, StoredChunk,
+    WebhookRecord,
 };
 
 use async_trait::async_trait;
@@ -335,6 +336,21 @@ pub trait Store: Send + Sync + 'static {
     async fn document_status_counts(&self) -> StoreResult<Vec<(DocumentStatus, u64)>>;
     /// Up to `limit` failed documents of every source, the most recently failed first.
     async fn recent_failures(&self, limit: u32) -> StoreResult<Vec<DocumentRecord>>;
+
+    // --- progress and pool ---
+
+    /// Records how far the processing of document `id` has come, replacing what was recorded
+    /// before. A document deleted meanwhile is not an error: nothing is written.
+    async fn set_document_progress(
+        &self,
+        id: DocumentId,
+        progress: &DocumentProgress,
+    ) -> StoreResult<()>;
+    /// The last progress recorded for document `id`, while it is `processing` (`None` in every
+    /// other status, so a finished or failed document never shows a stale stage).
+    async fn document_progress(&self, id: DocumentId) -> StoreResult<Option<DocumentProgress>>;
+    /// How the connection pool is used right now.
+    fn pool_stats(&self) -> PoolStats;
 
     // --- lifecycle ---
 

@@ -5,7 +5,7 @@ use std::fmt;
 use chrono::{DateTime, Utc};
 use quire_core::{
     ChunkDraft, ConversationId, DocumentId, DocumentRecord, EventId, JobId, KeyId, MessageId,
-    SourceId, WebhookEvent, WebhookId,
+    SourceId, SourceScope, WebhookEvent, WebhookId,
 };
 
 /// A job leased to a worker.
@@ -184,6 +184,8 @@ pub struct NewWebhook {
     pub events: Vec<WebhookEvent>,
     /// The key deliveries are signed with.
     pub secret: String,
+    /// The sources whose events it receives: the scope of the key that registered it.
+    pub scope: SourceScope,
     /// Registration time.
     pub created_at: DateTime<Utc>,
 }
@@ -199,6 +201,8 @@ pub struct WebhookRecord {
     pub events: Vec<WebhookEvent>,
     /// The key deliveries are signed with.
     pub secret: String,
+    /// The sources whose events it receives: the scope of the key that registered it.
+    pub scope: SourceScope,
     /// Registration time.
     pub created_at: DateTime<Utc>,
 }
@@ -210,6 +214,7 @@ impl fmt::Debug for NewWebhook {
             .field("url", &self.url)
             .field("events", &self.events)
             .field("secret", &"[redacted]")
+            .field("scope", &self.scope)
             .field("created_at", &self.created_at)
             .finish()
     }
@@ -222,6 +227,7 @@ impl fmt::Debug for WebhookRecord {
             .field("url", &self.url)
             .field("events", &self.events)
             .field("secret", &"[redacted]")
+            .field("scope", &self.scope)
             .field("created_at", &self.created_at)
             .finish()
     }
@@ -385,4 +391,74 @@ pub struct AuditEntry {
     pub action: String,
     /// Human-readable specifics (never a secret).
     pub detail: String,
+}
+
+/// The step a document being processed is at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProcessingStage {
+    /// Text is being extracted from the original and cut into chunks.
+    Parsing,
+    /// The chunks are being screened for personal data.
+    Screening,
+    /// The chunks are being embedded for semantic search.
+    Embedding,
+    /// The chunks are being written to the keyword and vector indexes.
+    Indexing,
+}
+
+impl ProcessingStage {
+    /// The wire name (`parsing`, `screening`, `embedding`, `indexing`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Parsing => "parsing",
+            Self::Screening => "screening",
+            Self::Embedding => "embedding",
+            Self::Indexing => "indexing",
+        }
+    }
+}
+
+impl fmt::Display for ProcessingStage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for ProcessingStage {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s {
+            "parsing" => Self::Parsing,
+            "screening" => Self::Screening,
+            "embedding" => Self::Embedding,
+            "indexing" => Self::Indexing,
+            other => return Err(format!("unknown processing stage {other:?}")),
+        })
+    }
+}
+
+/// How far the processing of a document has come: its stage and, when the stage counts
+/// something (chunks embedded), how many of how many.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocumentProgress {
+    /// The current step.
+    pub stage: ProcessingStage,
+    /// Units of the stage done (chunks embedded), when the stage counts any.
+    pub done: Option<u64>,
+    /// Units the stage has in all, when known.
+    pub total: Option<u64>,
+    /// When the worker last reported.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// How the store's connection pool is used right now (for the metrics endpoint).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Connections open (idle and in use).
+    pub size: u32,
+    /// Open connections not in use.
+    pub idle: u32,
+    /// Most connections the pool opens.
+    pub max: u32,
 }

@@ -22,6 +22,8 @@ use quire_store::{
 mod harness;
 #[path = "conformance/admin.rs"]
 mod admin;
+#[path = "conformance/progress.rs"]
+mod progress;
 #[path = "conformance/reviews.rs"]
 mod reviews;
 #[path = "conformance/webhooks.rs"]
@@ -29,10 +31,11 @@ mod webhooks;
 
 use admin::{audit_log_is_newest_first, dashboard_counts, password_and_sessions};
 use harness::TestDb;
+use progress::{pool_stats_are_consistent, progress_is_shown_only_while_processing};
 use reviews::a_decision_replaces_the_findings_and_the_name;
 use webhooks::{
     a_claimed_delivery_comes_back_when_its_claim_runs_out, a_logged_delivery_never_comes_back,
-    deleting_a_webhook_drops_its_events_and_log,
+    a_scoped_webhook_gets_only_its_sources_events, deleting_a_webhook_drops_its_events_and_log,
     deliveries_are_claimed_once_across_handles_and_restarts,
     delivery_log_is_bounded_and_newest_first, failing_a_document_writes_its_error,
     finishing_a_document_writes_one_event_per_subscriber, pii_events_carry_the_given_fields,
@@ -57,6 +60,7 @@ conformance! {
         message_text_round_trips_exactly,
         webhooks_are_registered_listed_and_deleted,
         finishing_a_document_writes_one_event_per_subscriber,
+        a_scoped_webhook_gets_only_its_sources_events,
         failing_a_document_writes_its_error,
         delivery_log_is_bounded_and_newest_first,
         deleting_a_webhook_drops_its_events_and_log,
@@ -67,6 +71,8 @@ conformance! {
         password_and_sessions,
         audit_log_is_newest_first,
         dashboard_counts,
+        progress_is_shown_only_while_processing,
+        pool_stats_are_consistent,
     ],
     // Stories that open several handles on one database: other processes, other nodes, or
     // the same one after a restart.

@@ -284,6 +284,16 @@ async fn send(
         settings.timeout,
     )
     .await;
+    // `success`: a 2xx answer; `rejected`: another status; `unreachable`: no answer at all
+    // (refused, timed out, or an address the guard blocks).
+    let result = match (outcome.success, outcome.status_code) {
+        (true, _) => "success",
+        (false, Some(_)) => "rejected",
+        (false, None) => "unreachable",
+    };
+    metrics::counter!("quire_webhook_deliveries_total", "outcome" => result).increment(1);
+    metrics::histogram!("quire_webhook_delivery_duration_seconds")
+        .record(outcome.latency.as_secs_f64());
     if !outcome.success {
         tracing::warn!(
             webhook = %pending.webhook.id,

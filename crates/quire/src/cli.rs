@@ -232,6 +232,11 @@ fn parse_permission(s: &str) -> Result<Permission, String> {
 
 /// Parses the command line, runs the command and turns errors into a message and exit code 1.
 pub fn main() -> ExitCode {
+    // Everything Quire writes (the database with webhook secrets and key hashes, originals,
+    // indexes, staged uploads) is readable by the service's own user only, whatever the
+    // umask it was started with: other local users have no business reading a knowledge base.
+    // PostgreSQL's server does the same.
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
     let cli = Cli::parse();
     if let Command::ParseWorker = cli.command {
         return parse_worker();

@@ -15,7 +15,7 @@ use quire_core::{
     SourceRecord, SourceScope, SourceType,
 };
 use quire_ingest::clean_file_name;
-use quire_store::Created;
+use quire_store::{Created, DocumentProgress};
 use serde_json::{Value, json};
 
 use super::audit;
@@ -143,22 +143,54 @@ pub(crate) async fn create(
     Ok(Redirect::to(&format!("/admin/sources/{}", source.id)).into_response())
 }
 
-fn status_cell(doc: &DocumentRecord) -> String {
-    match (&doc.status, &doc.error) {
-        (DocumentStatus::Failed, Some(error)) => format!(
+fn status_cell(doc: &DocumentRecord, progress: Option<&DocumentProgress>) -> String {
+    match (&doc.status, &doc.error, progress) {
+        (DocumentStatus::Failed, Some(error), _) => format!(
             r#"<td class="status status-failed">{}: {}</td>"#,
             doc.status.as_str(),
             esc(error)
         ),
+        (_, _, Some(progress)) => format!(
+            r#"<td class="status">{} ({})</td>"#,
+            doc.status.as_str(),
+            progress_text(progress)
+        ),
         _ => format!(r#"<td class="status">{}</td>"#, doc.status.as_str()),
     }
+}
+
+/// A document's progress in words: `embedding 120/400 chunks`, or the stage alone.
+fn progress_text(progress: &DocumentProgress) -> String {
+    match (progress.done, progress.total) {
+        (Some(done), Some(total)) => format!("{} {done}/{total} chunks", progress.stage),
+        _ => progress.stage.as_str().to_owned(),
+    }
+}
+
+/// The progress of each document among `docs` that is being processed (a query per such
+/// document: a source has few of them at any moment).
+async fn progress_of(
+    state: &AdminState,
+    docs: &[DocumentRecord],
+) -> Result<BTreeMap<DocumentId, DocumentProgress>, AdminError> {
+    let mut found = BTreeMap::new();
+    for doc in docs
+        .iter()
+        .filter(|d| d.status == DocumentStatus::Processing)
+    {
+        if let Some(progress) = state.app.store.document_progress(doc.id).await? {
+            found.insert(doc.id, progress);
+        }
+    }
+    Ok(found)
 }
 
 fn is_pending(status: DocumentStatus) -> bool {
     matches!(status, DocumentStatus::Queued | DocumentStatus::Processing)
 }
 
-/// Polls the statuses once a second while a document is still queued or processing.
+/// Polls the statuses (and the progress of documents being processed) once a second while a
+/// document is still queued or processing.
 const POLL_SCRIPT: &str = r#"<script>
 (function () {
   var table = document.getElementById("documents");
@@ -167,7 +199,7 @@ const POLL_SCRIPT: &str = r#"<script>
   function pending() {
     var cells = table.querySelectorAll("td.status");
     for (var i = 0; i < cells.length; i++) {
-      var s = cells[i].textContent.split(":")[0];
+      var s = cells[i].textContent.split(/[:(]/)[0].trim();
       if (s === "queued" || s === "processing") return true;
     }
     return false;
@@ -183,11 +215,36 @@ const POLL_SCRIPT: &str = r#"<script>
         if (!row) return;
         var cell = row.querySelector("td.status");
         var s = all[id];
-        cell.textContent = s.error ? s.status + ": " + s.error : s.status;
+        cell.textContent = s.error ? s.status + ": " + s.error
+          : s.progress ? s.status + " (" + s.progress + ")" : s.status;
         cell.className = s.status === "failed" ? "status status-failed" : "status";
         var chunks = row.querySelector("td.chunks");
         if (chunks) chunks.textContent = s.chunkCount;
       });
+      setTimeout(poll, 1000);
+    }, function () { setTimeout(poll, 1000); });
+  }
+  setTimeout(poll, 1000);
+})();
+</script>"#;
+
+/// On a document's page while it is queued or processing: polls its source's statuses once a
+/// second, shows the status and progress, and reloads the page once processing has ended (so
+/// the extracted text appears).
+const DOCUMENT_POLL_SCRIPT: &str = r#"<script>
+(function () {
+  var cell = document.getElementById("document-status");
+  if (!cell || !window.fetch) return;
+  var url = cell.getAttribute("data-statuses");
+  var id = cell.getAttribute("data-document-id");
+  function poll() {
+    fetch(url, {credentials: "same-origin"}).then(function (r) {
+      return r.ok ? r.json() : null;
+    }).then(function (all) {
+      var s = all && all[id];
+      if (!s) { setTimeout(poll, 1000); return; }
+      if (s.status !== "queued" && s.status !== "processing") { window.location.reload(); return; }
+      cell.textContent = s.progress ? s.status + " (" + s.progress + ")" : s.status;
       setTimeout(poll, 1000);
     }, function () { setTimeout(poll, 1000); });
   }
@@ -217,6 +274,7 @@ pub(crate) async fn show(
         .list_documents(&SourceScope::All, source.id)
         .await?
         .unwrap_or_default();
+    let progress = progress_of(&state, &docs).await?;
     let mut rows = String::new();
     for doc in &docs {
         let _ = write!(
@@ -224,7 +282,7 @@ pub(crate) async fn show(
             r#"<tr data-document-id="{id}"><td><a class="document-link" href="/admin/documents/{id}">{name}</a></td>{status}<td class="chunks">{chunks}</td><td>{size}</td><td>{created}</td></tr>"#,
             id = doc.id,
             name = esc(&doc.name),
-            status = status_cell(doc),
+            status = status_cell(doc, progress.get(&doc.id)),
             chunks = doc.chunk_count,
             size = doc.size,
             created = time(doc.created_at),
@@ -269,7 +327,8 @@ pub(crate) async fn show(
     Ok(page(NAV, &source.name, &signed.csrf, &body).into_response())
 }
 
-/// GET /admin/sources/{id}/statuses: `{documentId: {status, error, chunkCount}}`.
+/// GET /admin/sources/{id}/statuses: `{documentId: {status, error, chunkCount, progress}}`
+/// (`progress` in words, for documents being processed).
 pub(crate) async fn statuses(
     State(state): State<AdminState>,
     signed: Signed,
@@ -284,12 +343,18 @@ pub(crate) async fn statuses(
         .list_documents(&SourceScope::All, source.id)
         .await?
         .unwrap_or_default();
+    let progress = progress_of(&state, &docs).await?;
     let all: serde_json::Map<String, Value> = docs
         .iter()
         .map(|d| {
             (
                 d.id.to_string(),
-                json!({"status": d.status.as_str(), "error": d.error, "chunkCount": d.chunk_count}),
+                json!({
+                    "status": d.status.as_str(),
+                    "error": d.error,
+                    "chunkCount": d.chunk_count,
+                    "progress": progress.get(&d.id).map(progress_text),
+                }),
             )
         })
         .collect();
@@ -463,6 +528,11 @@ pub(crate) async fn document(
         return Ok(not_found(&signed, "document"));
     };
     let chunks = state.app.store.document_chunks(doc.id).await?;
+    let progress = progress_of(&state, std::slice::from_ref(&doc)).await?;
+    let status = match progress.get(&doc.id) {
+        Some(progress) => format!("{} ({})", doc.status, progress_text(progress)),
+        None => doc.status.as_str().to_owned(),
+    };
     let mut pages: BTreeMap<u32, Vec<&str>> = BTreeMap::new();
     for chunk in &chunks {
         pages.entry(chunk.page).or_default().push(&chunk.content);
@@ -482,7 +552,7 @@ pub(crate) async fn document(
         r#"<h1>{name}</h1>
 <div class="table"><table>
 <tbody>
-<tr><th scope="row">Status</th><td class="status" id="document-status">{status}</td></tr>
+<tr><th scope="row">Status</th><td class="status" id="document-status" data-statuses="/admin/sources/{source}/statuses" data-document-id="{id}">{status}</td></tr>
 <tr><th scope="row">Chunks</th><td>{chunks}</td></tr>
 <tr><th scope="row">Pages</th><td>{page_count}</td></tr>
 <tr><th scope="row">Error</th><td>{error}</td></tr>
@@ -496,9 +566,15 @@ pub(crate) async fn document(
 <div><input type="checkbox" id="confirm-delete" name="confirm" value="yes" required> <label for="confirm-delete">Delete this document, its text and its original file; this cannot be undone</label></div>
 <button type="submit" class="danger" id="delete-button">Delete document</button>
 </form>
-<p><a href="/admin/sources/{source}">Back to the source</a></p>"#,
+<p><a href="/admin/sources/{source}">Back to the source</a></p>
+{script}"#,
         name = esc(&doc.name),
-        status = doc.status.as_str(),
+        status = esc(&status),
+        script = if is_pending(doc.status) {
+            DOCUMENT_POLL_SCRIPT
+        } else {
+            ""
+        },
         chunks = doc.chunk_count,
         page_count = doc.page_count,
         error = esc(doc.error.as_deref().unwrap_or("—")),

@@ -8,7 +8,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use quire_app::AppError;
-use quire_core::{WebhookEvent, WebhookId};
+use quire_core::{SourceScope, WebhookEvent, WebhookId};
 use quire_store::WebhookRecord;
 
 use super::audit;
@@ -123,7 +123,10 @@ pub(crate) async fn create(
     let raw_url = form.get("url").unwrap_or_default().trim().to_owned();
     let names: Vec<&str> = form.all("events").collect();
     let registered = match quire_app::webhooks::parse_events(&names) {
-        Ok(events) => quire_app::webhooks::register(&state.app, &raw_url, events).await,
+        // The administrator signs in for the whole instance: every source.
+        Ok(events) => {
+            quire_app::webhooks::register(&state.app, SourceScope::All, &raw_url, events).await
+        }
         Err(e) => Err(e),
     };
     let (hook, secret) = match registered {

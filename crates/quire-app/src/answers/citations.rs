@@ -5,7 +5,7 @@ use serde::Serialize;
 use crate::search::SearchResult;
 
 /// One cited passage, as the `done` event lists it.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Citation {
     /// The marker number in the answer (`[index]`).

@@ -8,6 +8,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use quire_core::KeyId;
 use tokio::sync::watch;
@@ -52,6 +53,9 @@ impl std::fmt::Display for QueueFull {
     }
 }
 
+/// Histogram of the time a question waited for a generation slot (0 when one was free).
+pub const WAIT_SECONDS: &str = "quire_generation_queue_wait_seconds";
+
 /// A FIFO queue in front of a fixed number of generation slots.
 #[derive(Debug)]
 pub struct GenerationQueue {
@@ -67,8 +71,9 @@ struct State {
     next_id: u64,
     /// Tickets (waiting or running) held by each key that holds any.
     per_key: HashMap<KeyId, usize>,
-    /// Waiting tickets in order, each with the channel that tells it its place.
-    waiting: VecDeque<(u64, watch::Sender<Place>)>,
+    /// Waiting tickets in order, each with when it joined and the channel that tells it its
+    /// place.
+    waiting: VecDeque<(u64, Instant, watch::Sender<Place>)>,
 }
 
 impl State {
@@ -76,15 +81,16 @@ impl State {
     /// place (a watch only wakes its receiver when the value really changed).
     fn advance(&mut self, slots: usize) {
         while self.running < slots {
-            let Some((_, place)) = self.waiting.pop_front() else {
+            let Some((_, joined, place)) = self.waiting.pop_front() else {
                 break;
             };
+            metrics::histogram!(WAIT_SECONDS).record(joined.elapsed().as_secs_f64());
             // A ticket dropped since is gone from the line already, so every sender here
             // belongs to a live ticket; `send` failing would only mean it is being dropped.
             self.running += 1;
             let _ = place.send(Place::Running);
         }
-        for (i, (_, place)) in self.waiting.iter().enumerate() {
+        for (i, (_, _, place)) in self.waiting.iter().enumerate() {
             place.send_if_modified(|p| {
                 let new = Place::Waiting(i + 1);
                 let changed = *p != new;
@@ -141,8 +147,10 @@ impl GenerationQueue {
         state.next_id += 1;
         *state.per_key.entry(owner).or_default() += 1;
         let (sender, receiver) = watch::channel(place);
-        if place != Place::Running {
-            state.waiting.push_back((id, sender));
+        if place == Place::Running {
+            metrics::histogram!(WAIT_SECONDS).record(0.0);
+        } else {
+            state.waiting.push_back((id, Instant::now(), sender));
         }
         Ok(Ticket {
             queue: Arc::clone(self),
@@ -170,7 +178,7 @@ impl GenerationQueue {
         }
         if was_running {
             state.running -= 1;
-        } else if let Some(i) = state.waiting.iter().position(|(t, _)| *t == id) {
+        } else if let Some(i) = state.waiting.iter().position(|(t, _, _)| *t == id) {
             state.waiting.remove(i);
         } else {
             // Promoted after the ticket last looked: it held a slot.

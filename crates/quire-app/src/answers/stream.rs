@@ -143,7 +143,7 @@ async fn answer(services: &Services, mut ticket: Ticket, question: Question, out
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "the generator failed while answering");
-                        return out.error(e.to_string()).await;
+                        return out.error(e.client_message()).await;
                     }
                 }
             }
@@ -222,7 +222,10 @@ pub async fn answer_collected(
         None => text.push_str(NOTHING_FOUND),
         Some(mut pieces) => {
             while let Some(piece) = pieces.next().await {
-                text.push_str(&piece.map_err(|e| e.to_string())?);
+                text.push_str(&piece.map_err(|e| {
+                    tracing::warn!(error = %e, "the generator failed while answering");
+                    e.client_message()
+                })?);
             }
         }
     }
@@ -277,7 +280,7 @@ async fn start(
     };
     let pieces = generation.generator.answer(&grounding).await.map_err(|e| {
         tracing::warn!(error = %e, "the generator failed before answering");
-        e.to_string()
+        e.client_message()
     })?;
     Ok(Answering {
         passages,

@@ -7,47 +7,127 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use quire_core::Permission;
-use serde_json::{Value, json};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::AppState;
 use crate::auth::find_key;
 
-pub(super) async fn version(State(state): State<AppState>, headers: HeaderMap) -> Json<Value> {
+/// The running version.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = Version)]
+pub(super) struct VersionJson {
+    /// The crate version, dot-separated numbers.
+    #[schema(example = "0.1.0")]
+    version: &'static str,
+    /// Whether search is hybrid or keyword only.
+    semantic_search: SemanticSearchJson,
+    /// Whether scanned pages and images are read with OCR (admin keys only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ocr: Option<OcrJson>,
+}
+
+/// OCR: whether Tesseract reads scanned pages and images, with its settings or why it is off.
+#[derive(Debug, Default, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = Ocr)]
+pub(super) struct OcrJson {
+    /// Whether OCR is on.
+    enabled: bool,
+    /// Tesseract languages in use (when enabled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    languages: Option<Vec<String>>,
+    /// Pages read by OCR at most per document (when enabled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_pages: Option<u32>,
+    /// Resolution pages are rendered at for OCR (when enabled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dpi: Option<u32>,
+    /// The Tesseract found, with its version (when enabled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
+    /// Why OCR is off and how to turn it on (when disabled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+}
+
+/// Semantic search: only `enabled` without an admin key; the other fields are for admins.
+#[derive(Debug, Default, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = SemanticSearch)]
+pub(super) struct SemanticSearchJson {
+    /// Whether an embedding model is loaded.
+    enabled: bool,
+    /// The model's id (admin, when enabled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<String>,
+    /// What computes the vectors (admin, when enabled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    engine: Option<String>,
+    /// Vector dimensions (admin, when enabled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dimensions: Option<usize>,
+    /// Passages with a vector (admin, when enabled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    embedded_chunks: Option<usize>,
+    /// Documents without vectors are being embedded (admin, when enabled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reembedding: Option<bool>,
+    /// Why it is off (admin, when disabled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+}
+
+/// The version and whether semantic search is on; no key needed (an admin key adds detail).
+#[utoipa::path(get, path = "/api/health/version", tag = "health", security(()),
+    responses((status = 200, description = "The version", body = VersionJson)))]
+pub(super) async fn version(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Json<VersionJson> {
     let admin = headers.contains_key(axum::http::header::AUTHORIZATION)
         && find_key(&state, &headers)
             .await
             .is_ok_and(|key| key.permission == Permission::Admin);
     let semantic = match (state.ingest.semantic(), admin) {
-        (Some(_), false) => json!({ "enabled": true }),
-        (None, false) => json!({ "enabled": false }),
-        (Some(semantic), true) => json!({
-            "enabled": true,
-            "model": semantic.embedder().model_id(),
-            "engine": semantic.embedder().engine(),
-            "dimensions": semantic.embedder().dimensions(),
-            "embeddedChunks": semantic.vectors().len(),
-            "reembedding": semantic.backfill_running(),
-        }),
-        (None, true) => json!({
-            "enabled": false,
-            "reason": &*state.semantic_note,
-        }),
+        (Some(_), false) => SemanticSearchJson {
+            enabled: true,
+            ..Default::default()
+        },
+        (None, false) => SemanticSearchJson::default(),
+        (Some(semantic), true) => SemanticSearchJson {
+            enabled: true,
+            model: Some(semantic.embedder().model_id().to_string()),
+            engine: Some(semantic.embedder().engine().to_string()),
+            dimensions: Some(semantic.embedder().dimensions()),
+            embedded_chunks: Some(semantic.vectors().len()),
+            reembedding: Some(semantic.backfill_running()),
+            ..Default::default()
+        },
+        (None, true) => SemanticSearchJson {
+            reason: Some(state.semantic_note.to_string()),
+            ..Default::default()
+        },
     };
-    let mut body = json!({
-        "version": env!("CARGO_PKG_VERSION"),
-        "semanticSearch": semantic,
+    let ocr = admin.then(|| match state.ingest.ocr() {
+        Some(ocr) => OcrJson {
+            enabled: true,
+            languages: Some(ocr.languages.clone()),
+            max_pages: Some(ocr.max_pages),
+            dpi: Some(ocr.dpi),
+            note: Some(state.ingest.ocr_note().to_string()),
+            reason: None,
+        },
+        None => OcrJson {
+            enabled: false,
+            reason: Some(state.ingest.ocr_note().to_string()),
+            ..Default::default()
+        },
     });
-    if admin {
-        body["ocr"] = match state.ingest.ocr() {
-            Some(ocr) => json!({
-                "enabled": true,
-                "languages": ocr.languages,
-                "maxPages": ocr.max_pages,
-                "dpi": ocr.dpi,
-                "note": state.ingest.ocr_note(),
-            }),
-            None => json!({ "enabled": false, "reason": state.ingest.ocr_note() }),
-        };
-    }
-    Json(body)
+    Json(VersionJson {
+        version: env!("CARGO_PKG_VERSION"),
+        semantic_search: semantic,
+        ocr,
+    })
 }

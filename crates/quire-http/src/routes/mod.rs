@@ -4,39 +4,53 @@
 mod documents;
 mod generate;
 mod health;
+mod openapi;
 mod reviews;
 mod search;
 mod sources;
 mod upload;
 mod webhooks;
 
+pub use openapi::openapi_json;
+
 use axum::Router;
 use axum::body::Body;
 use axum::extract::DefaultBodyLimit;
 use axum::extract::State;
 use axum::http::HeaderMap;
+use axum::http::Request;
 use axum::http::{HeaderValue, Response, StatusCode, header};
-use axum::middleware::{from_fn_with_state, map_response, map_response_with_state};
+use axum::middleware::{from_fn, from_fn_with_state, map_response, map_response_with_state};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use quire_store::RateBucket;
 use serde::Deserialize;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
-use tracing::Level;
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
+use tracing::{Level, Span};
+use utoipa::IntoParams;
 
+use crate::request_id::{self, RequestId};
 use crate::{ApiError, AppState, auth, rate_limit};
 
 /// `/sources/{id}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 struct SourcePath {
+    /// The source's id.
+    #[param(value_type = String, format = Uuid)]
     id: quire_core::SourceId,
 }
 
 /// `/sources/{id}/documents/{doc_id}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 struct DocumentPath {
+    /// The source's id.
+    #[param(value_type = String, format = Uuid)]
     id: quire_core::SourceId,
+    /// The document's id.
+    #[param(value_type = String, format = Uuid)]
     doc_id: quire_core::DocumentId,
 }
 
@@ -81,6 +95,9 @@ pub fn router(state: AppState) -> Router {
             post(generate::generate).route_layer(limited(RateBucket::Generate)),
         )
         .route_layer(from_fn_with_state(state.clone(), auth::authenticate))
+        // Added after the key check so that it is public: clients fetch it before they have a
+        // key, to generate their code.
+        .route("/openapi.json", get(openapi::serve))
         // An unknown path under /api/v1 asks for a key first, like every known one.
         .fallback(v1_not_found);
     Router::new()
@@ -92,14 +109,32 @@ pub fn router(state: AppState) -> Router {
         .layer(map_response(ensure_error_envelope))
         .layer(map_response_with_state(state.clone(), default_rate_headers))
         .layer(CatchPanicLayer::custom(panic_response))
-        // One INFO line per request: method, path, status, latency. Headers (and so API keys)
-        // are never logged.
+        // One INFO line per request: method, path, request id, status, latency. Headers (and
+        // so API keys) are never logged.
         .layer(
             TraceLayer::new_for_http()
-                .make_span_with(DefaultMakeSpan::new().level(Level::INFO))
+                .make_span_with(request_span)
                 .on_response(DefaultOnResponse::new().level(Level::INFO)),
         )
+        // Outermost, so that the span above and every response (even a panic's) have the id.
+        .layer(from_fn(request_id::assign))
         .with_state(state)
+}
+
+/// The span every log line of a request is in: what `DefaultMakeSpan` records, plus the request
+/// id, which is what an operator searches the log for when a client reports a failure.
+fn request_span(request: &Request<Body>) -> Span {
+    let id = request
+        .extensions()
+        .get::<RequestId>()
+        .map_or("-", |id| id.0.as_str());
+    tracing::info_span!(
+        "request",
+        method = %request.method(),
+        uri = %request.uri(),
+        version = ?request.version(),
+        request_id = %id,
+    )
 }
 
 async fn not_found() -> ApiError {

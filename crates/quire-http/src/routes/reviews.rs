@@ -9,32 +9,48 @@ use quire_core::DocumentId;
 use quire_core::wire_timestamp as iso;
 use quire_store::{ReviewDecision, ReviewRecord};
 use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::{Admin, Require};
+use crate::error::ErrorBody;
 use crate::extract::ApiPath;
 use crate::wire::DocumentJson;
 use crate::{ApiError, AppState};
 
 /// `/reviews/{doc_id}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 pub(super) struct ReviewPath {
+    /// The held document's id.
+    #[param(value_type = String, format = Uuid)]
     doc_id: DocumentId,
 }
 
 /// A held document and why.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = Review)]
 pub(super) struct ReviewJson {
+    /// The document (status `pending_review` while waiting).
     document: DocumentJson,
+    /// Kinds of personal data found, such as `email` or `iban`.
     pii_types: Vec<String>,
+    /// When it was held.
+    #[schema(format = DateTime)]
     held_at: String,
+    /// `approve`, `redact` or `reject` once decided.
+    #[schema(value_type = Option<String>)]
     decision: Option<&'static str>,
+    /// When it was decided.
+    #[schema(format = DateTime)]
     decided_at: Option<String>,
     /// While waiting, each finding: `type`, `in` (`text`, `section` or `name`), `page`,
     /// `text`, `confidence` and `context` (the text around it). Once decided, one entry per
     /// type: `type`, `count`, `in` and `excerpt` (masked); the found text is gone.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<Object>>)]
     findings: Option<serde_json::Value>,
+    /// How many findings there are.
     finding_count: u64,
 }
 
@@ -54,6 +70,12 @@ impl ReviewJson {
     }
 }
 
+/// The documents waiting for a decision; admin keys only.
+#[utoipa::path(get, path = "/api/v1/reviews", tag = "reviews",
+    responses(
+        (status = 200, description = "Held documents, without their findings", body = [ReviewJson]),
+        (status = 403, description = "Not an admin key", body = ErrorBody),
+    ))]
 pub(super) async fn list(
     State(state): State<AppState>,
     Require(caller, _): Require<Admin>,
@@ -64,6 +86,14 @@ pub(super) async fn list(
     ))
 }
 
+/// A held (or decided) document with its findings; admin keys only.
+#[utoipa::path(get, path = "/api/v1/reviews/{doc_id}", tag = "reviews", params(ReviewPath),
+    responses(
+        (status = 200, description = "The review with its findings", body = ReviewJson),
+        (status = 400, description = "The id is not a UUID", body = ErrorBody),
+        (status = 403, description = "Not an admin key", body = ErrorBody),
+        (status = 404, description = "No review of this document in the key's scope", body = ErrorBody),
+    ))]
 pub(super) async fn get(
     State(state): State<AppState>,
     Require(caller, _): Require<Admin>,
@@ -73,6 +103,15 @@ pub(super) async fn get(
     Ok(Json(ReviewJson::of(&review, true)))
 }
 
+/// Indexes the document as it is; admin keys only.
+#[utoipa::path(post, path = "/api/v1/reviews/{doc_id}/approve", tag = "reviews", params(ReviewPath),
+    responses(
+        (status = 200, description = "The document, queued for processing again", body = DocumentJson),
+        (status = 400, description = "The id is not a UUID", body = ErrorBody),
+        (status = 403, description = "Not an admin key", body = ErrorBody),
+        (status = 404, description = "No review of this document in the key's scope", body = ErrorBody),
+        (status = 409, description = "The document is not waiting for review", body = ErrorBody),
+    ))]
 pub(super) async fn approve(
     state: State<AppState>,
     admin: Require<Admin>,
@@ -81,6 +120,15 @@ pub(super) async fn approve(
     decide(state, admin, path, ReviewDecision::Approve).await
 }
 
+/// Indexes the document with the personal data masked; admin keys only.
+#[utoipa::path(post, path = "/api/v1/reviews/{doc_id}/redact", tag = "reviews", params(ReviewPath),
+    responses(
+        (status = 200, description = "The document, queued for processing again", body = DocumentJson),
+        (status = 400, description = "The id is not a UUID", body = ErrorBody),
+        (status = 403, description = "Not an admin key", body = ErrorBody),
+        (status = 404, description = "No review of this document in the key's scope", body = ErrorBody),
+        (status = 409, description = "The document is not waiting for review", body = ErrorBody),
+    ))]
 pub(super) async fn redact(
     state: State<AppState>,
     admin: Require<Admin>,
@@ -101,7 +149,15 @@ async fn decide(
     Ok(Json(DocumentJson::from(&review.document)))
 }
 
-/// Deletes the document and its original file.
+/// Deletes the document and its original file; admin keys only.
+#[utoipa::path(post, path = "/api/v1/reviews/{doc_id}/reject", tag = "reviews", params(ReviewPath),
+    responses(
+        (status = 204, description = "The document and its file are deleted"),
+        (status = 400, description = "The id is not a UUID", body = ErrorBody),
+        (status = 403, description = "Not an admin key", body = ErrorBody),
+        (status = 404, description = "No review of this document in the key's scope", body = ErrorBody),
+        (status = 409, description = "The document is not waiting for review", body = ErrorBody),
+    ))]
 pub(super) async fn reject(
     State(state): State<AppState>,
     Require(caller, _): Require<Admin>,

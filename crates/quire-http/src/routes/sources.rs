@@ -5,21 +5,33 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use quire_core::{NewSource, SourceDescription, SourceId, SourceName, SourceScope, SourceType};
 use serde::Deserialize;
+use utoipa::ToSchema;
 
 use super::SourcePath;
 use crate::auth::{Read, ReadWrite, Require};
+use crate::error::ErrorBody;
 use crate::extract::{ApiJson, ApiPath};
 use crate::wire::{SourceDetailJson, SourceJson};
 use crate::{ApiError, AppState};
 
-#[derive(Debug, Deserialize)]
+/// A new data source.
+#[derive(Debug, Deserialize, ToSchema)]
 pub(super) struct CreateSource {
+    /// 1 to 200 characters after trimming, no control characters.
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 200)]
     name: Option<String>,
+    /// At most 2000 characters; empty when left out.
+    #[schema(value_type = String, max_length = 2000)]
     description: Option<String>,
+    /// `network`, the only type (and the default).
     #[serde(rename = "type")]
+    #[schema(value_type = String, example = "network")]
     source_type: Option<String>,
 }
 
+/// The sources the key can see, oldest first.
+#[utoipa::path(get, path = "/api/v1/sources", tag = "sources",
+    responses((status = 200, description = "The sources in the key's scope", body = [SourceJson])))]
 pub(super) async fn list(
     State(state): State<AppState>,
     Require(caller, _): Require<Read>,
@@ -28,6 +40,16 @@ pub(super) async fn list(
     Ok(Json(sources.iter().map(SourceJson::from).collect()))
 }
 
+/// Creates a source; needs `read-write` and a key that covers all sources.
+#[utoipa::path(post, path = "/api/v1/sources", tag = "sources", request_body = CreateSource,
+    responses(
+        (status = 201, description = "Created", body = SourceJson,
+            headers(("Location" = String, description = "`/api/v1/sources/{id}`"))),
+        (status = 400, description = "Invalid name, description or type; malformed JSON", body = ErrorBody),
+        (status = 403, description = "Permission too low, or the key is limited to some sources", body = ErrorBody),
+        (status = 413, description = "Body over `limits.max_json_bytes`", body = ErrorBody),
+        (status = 415, description = "Not `application/json`", body = ErrorBody),
+    ))]
 pub(super) async fn create(
     State(state): State<AppState>,
     Require(caller, _): Require<ReadWrite>,
@@ -79,6 +101,13 @@ pub(super) async fn create(
     ))
 }
 
+/// One source with its documents.
+#[utoipa::path(get, path = "/api/v1/sources/{id}", tag = "sources", params(SourcePath),
+    responses(
+        (status = 200, description = "The source and its documents, newest first", body = SourceDetailJson),
+        (status = 400, description = "The id is not a UUID", body = ErrorBody),
+        (status = 404, description = "No such source in the key's scope", body = ErrorBody),
+    ))]
 pub(super) async fn get(
     State(state): State<AppState>,
     Require(caller, _): Require<Read>,

@@ -10,6 +10,7 @@ use quire_app::uploads::{self, PartError};
 use quire_core::SourceId;
 use quire_ingest::{Upload, clean_file_name};
 use quire_store::Created;
+use utoipa::ToSchema;
 
 use super::SourcePath;
 use crate::auth::{Principal, ReadWrite, Require};
@@ -21,6 +22,41 @@ use crate::{ApiError, AppState};
 /// The multipart field that carries a file.
 const FILE_FIELD: &str = "file";
 
+/// The body of a single upload (for the OpenAPI document; parts are streamed, not parsed into
+/// this).
+#[derive(ToSchema)]
+#[expect(dead_code, reason = "describes the multipart form; never constructed")]
+pub(super) struct UploadForm {
+    /// The file: its name is the part's `filename`. Other parts are ignored.
+    #[schema(value_type = String, format = Binary)]
+    file: Vec<u8>,
+}
+
+/// The body of a bulk upload.
+#[derive(ToSchema)]
+#[expect(dead_code, reason = "describes the multipart form; never constructed")]
+pub(super) struct BulkUploadForm {
+    /// One part named `file` per file, at most `uploads.max_bulk_files`.
+    #[schema(value_type = Vec<String>, format = Binary)]
+    file: Vec<Vec<u8>>,
+}
+
+/// Uploads one file; it is processed in the background (poll the document). Needs
+/// `read-write`.
+#[utoipa::path(post, path = "/api/v1/sources/{id}/documents/upload", tag = "documents",
+    params(SourcePath),
+    request_body(content = UploadForm, content_type = "multipart/form-data"),
+    responses(
+        (status = 202, description = "Stored and queued for processing", body = DocumentJson),
+        (status = 200, description = "The source already holds these bytes: the existing document", body = DocumentJson),
+        (status = 400, description = "No `file` part, several, an empty or malformed one, an unsupported format", body = ErrorBody),
+        (status = 403, description = "Permission too low", body = ErrorBody),
+        (status = 404, description = "No such source in the key's scope", body = ErrorBody),
+        (status = 413, description = "The file is over `limits.max_upload_bytes`", body = ErrorBody),
+        (status = 507, description = "No room now: the staging budget (`limits.max_staging_bytes`) is in use or the disk is nearly full; retry later", body = ErrorBody,
+            headers(("Retry-After" = u32, description = "Seconds to wait"))),
+        (status = 415, description = "Not `multipart/form-data`", body = ErrorBody),
+    ))]
 pub(super) async fn single(
     State(state): State<AppState>,
     Require(caller, _): Require<ReadWrite>,
@@ -52,6 +88,21 @@ pub(super) async fn single(
     Ok((status, Json(DocumentJson::from(created.document()))))
 }
 
+/// Uploads several files; each part is accepted, recognised as a duplicate or rejected on its
+/// own. Needs `read-write`.
+#[utoipa::path(post, path = "/api/v1/sources/{id}/documents/upload-bulk", tag = "documents",
+    params(SourcePath),
+    request_body(content = BulkUploadForm, content_type = "multipart/form-data"),
+    responses(
+        (status = 202, description = "What became of each part", body = BulkUploadJson),
+        (status = 400, description = "No `file` part, too many, or a malformed body", body = ErrorBody),
+        (status = 403, description = "Permission too low", body = ErrorBody),
+        (status = 404, description = "No such source in the key's scope", body = ErrorBody),
+        (status = 413, description = "The request is over the bulk size limit", body = ErrorBody),
+        (status = 507, description = "No room now for any file: the disk is nearly full; retry later", body = ErrorBody,
+            headers(("Retry-After" = u32, description = "Seconds to wait"))),
+        (status = 415, description = "Not `multipart/form-data`", body = ErrorBody),
+    ))]
 pub(super) async fn bulk(
     State(state): State<AppState>,
     Require(caller, _): Require<ReadWrite>,

@@ -13,6 +13,7 @@ mod files;
 mod limits;
 mod llm;
 mod log;
+mod metrics;
 mod ocr;
 mod parsing;
 mod pii;
@@ -33,6 +34,7 @@ pub use self::files::{FilesConfig, FilesLocation};
 pub use self::limits::LimitsConfig;
 pub use self::llm::LlmConfig;
 pub use self::log::LogConfig;
+pub use self::metrics::MetricsConfig;
 pub use self::ocr::{OcrConfig, OcrMode};
 pub use self::parsing::ParsingConfig;
 pub use self::pii::PiiConfig;
@@ -75,6 +77,8 @@ pub struct Config {
     pub store: StoreConfig,
     /// Where original files live.
     pub files: FilesConfig,
+    /// The Prometheus endpoint.
+    pub metrics: MetricsConfig,
 }
 
 impl Default for Config {
@@ -95,6 +99,7 @@ impl Default for Config {
             pii: PiiConfig::default(),
             store: StoreConfig::default(),
             files: FilesConfig::default(),
+            metrics: MetricsConfig::default(),
         }
     }
 }
@@ -182,6 +187,9 @@ impl Config {
         self.store_location()?;
         self.files.validate(&self.data_dir)?;
         self.limits.validate()?;
+        if self.parsing.max_text_mb == 0 || self.parsing.max_chunks == 0 {
+            bail!("parsing.max_text_mb and parsing.max_chunks must be at least 1");
+        }
         if self.chunking.target_tokens < 16 {
             bail!("chunking.target_tokens must be at least 16");
         }
@@ -195,6 +203,7 @@ impl Config {
         self.llm.validate()?;
         self.pii.policy()?;
         self.webhooks.validate()?;
+        self.metrics.validate()?;
         Ok(())
     }
 
@@ -315,6 +324,11 @@ const OPTIONAL_SETTINGS: &[(&str, &str, &str)] = &[
         "\"AKIA…\"  # unset: the usual AWS sources (environment, profile, role)",
     ),
     ("files", "secret_access_key", "\"…\"  # with access_key_id"),
+    (
+        "metrics",
+        "bind",
+        "\"127.0.0.1:9464\"  # Prometheus scrapes /metrics here; unset: no metrics endpoint",
+    ),
 ];
 
 /// Sets each optional setting whose environment variable is set; an empty value unsets it.

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use quire_ingest::{Isolation, ParseLimits, WorkerCommand};
+use quire_ingest::{Isolation, OutputLimits, ParseLimits, WorkerCommand};
 use serde::{Deserialize, Serialize};
 
 /// `[parsing]`.
@@ -18,6 +18,10 @@ pub struct ParsingConfig {
     pub max_archive_entries: usize,
     /// How deep attachments inside attachments are followed (e-mail).
     pub max_attachment_depth: u32,
+    /// Most text extracted from one document, in MiB; over it the document fails.
+    pub max_text_mb: u64,
+    /// Most chunks of one document; over it the document fails.
+    pub max_chunks: u32,
     /// Parse each document in a child process, killed at the time budget and held to
     /// `memory_limit_mb`; `false` parses on the server's own threads (no memory limit, and a
     /// hang keeps its thread until the server stops).
@@ -34,11 +38,14 @@ pub struct ParsingConfig {
 impl Default for ParsingConfig {
     fn default() -> Self {
         let limits = ParseLimits::default();
+        let output = OutputLimits::default();
         Self {
             max_pages: limits.max_pages,
             max_unpacked_bytes: limits.max_unpacked_bytes,
             max_archive_entries: limits.max_archive_entries,
             max_attachment_depth: limits.max_attachment_depth,
+            max_text_mb: output.max_text_bytes / (1024 * 1024),
+            max_chunks: output.max_chunks,
             isolate: true,
             memory_limit_mb: 1024,
             worker_program: None,
@@ -54,6 +61,14 @@ impl ParsingConfig {
             max_unpacked_bytes: self.max_unpacked_bytes,
             max_archive_entries: self.max_archive_entries,
             max_attachment_depth: self.max_attachment_depth,
+        }
+    }
+
+    /// The bounds on what one document may become.
+    pub fn output_limits(&self) -> OutputLimits {
+        OutputLimits {
+            max_text_bytes: self.max_text_mb.saturating_mul(1024 * 1024),
+            max_chunks: self.max_chunks,
         }
     }
 

@@ -11,6 +11,8 @@ use crate::StoreResult;
 const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("schema_v1.sql")),
     (2, include_str!("schema_v2.sql")),
+    (3, include_str!("schema_v3.sql")),
+    (4, include_str!("schema_v4.sql")),
 ];
 
 /// The advisory lock's key: any constant no other application on the database uses

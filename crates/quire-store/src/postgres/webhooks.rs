@@ -7,7 +7,7 @@
 //! claiming and logging.
 
 use chrono::{DateTime, Utc};
-use quire_core::{DocumentId, EventId, WebhookEvent, WebhookId, webhook};
+use quire_core::{DocumentId, EventId, SourceId, SourceScope, WebhookEvent, WebhookId, webhook};
 use serde_json::{Map, Value};
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, PgPool, Row};
@@ -19,7 +19,7 @@ use crate::{
     StoreError, StoreResult, WebhookRecord,
 };
 
-const WEBHOOK_COLUMNS: &str = "id, url, events, secret, created_at";
+const WEBHOOK_COLUMNS: &str = "id, url, events, secret, source_ids, created_at";
 
 /// The `data` fields the store fills in from the document for every event.
 const DOCUMENT_FIELDS: [&str; 4] = [
@@ -43,12 +43,14 @@ pub(super) async fn create(pool: &PgPool, new: NewWebhook) -> StoreResult<Webhoo
     }
     let mut tx = pool.begin().await?;
     sqlx::query(
-        "INSERT INTO webhooks (id, url, events, secret, created_at) VALUES ($1, $2, $3, $4, $5)",
+        "INSERT INTO webhooks (id, url, events, secret, source_ids, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6)",
     )
     .bind(new.id.0)
     .bind(&new.url)
     .bind(events_json(&events))
     .bind(&new.secret)
+    .bind(codec::scope_ids(&new.scope))
     .bind(new.created_at)
     .execute(&mut *tx)
     .await?;
@@ -65,6 +67,7 @@ pub(super) async fn create(pool: &PgPool, new: NewWebhook) -> StoreResult<Webhoo
         url: new.url,
         events,
         secret: new.secret,
+        scope: new.scope,
         created_at: new.created_at,
     })
 }
@@ -150,8 +153,8 @@ pub(super) async fn enqueue(
     }
     // FOR KEY SHARE: a webhook deleted meanwhile on another node is either gone from this list
     // or waits until these rows are written (and then takes them with it).
-    let subscribers: Vec<Uuid> = sqlx::query_scalar(
-        "SELECT w.id FROM webhook_subscriptions s JOIN webhooks w ON w.id = s.webhook_id
+    let subscribers: Vec<(Uuid, Option<Vec<Uuid>>)> = sqlx::query_as(
+        "SELECT w.id, w.source_ids FROM webhook_subscriptions s JOIN webhooks w ON w.id = s.webhook_id
          WHERE s.event = $1 ORDER BY w.id FOR KEY SHARE OF w",
     )
     .bind(event.as_str())
@@ -173,6 +176,16 @@ pub(super) async fn enqueue(
             "document {document_id} does not exist"
         )));
     };
+    let source_id: Uuid = doc.try_get("source_id")?;
+    // A webhook receives only the events of the sources in its scope (NULL: every source).
+    let subscribers: Vec<Uuid> = subscribers
+        .into_iter()
+        .filter(|(_, sources)| sources.as_ref().is_none_or(|ids| ids.contains(&source_id)))
+        .map(|(id, _)| id)
+        .collect();
+    if subscribers.is_empty() {
+        return Ok(0);
+    }
     let mut data = Map::new();
     data.insert("documentId".into(), document_id.to_string().into());
     data.insert(
@@ -181,10 +194,7 @@ pub(super) async fn enqueue(
     );
     data.insert(
         "dataSourceId".into(),
-        doc.try_get::<Uuid, _>("source_id")?
-            .hyphenated()
-            .to_string()
-            .into(),
+        source_id.hyphenated().to_string().into(),
     );
     data.insert(
         "dataSourceName".into(),
@@ -261,7 +271,8 @@ pub(super) async fn claim(
              RETURNING o.seq, o.event_id, o.webhook_id, o.event, o.body, o.created_at)
          SELECT c.seq, c.event_id, c.event, c.body, c.created_at,
                 w.id AS webhook_id, w.url AS webhook_url, w.events AS webhook_events,
-                w.secret AS webhook_secret, w.created_at AS webhook_created_at
+                w.secret AS webhook_secret, w.source_ids AS webhook_source_ids,
+                w.created_at AS webhook_created_at
          FROM claimed c JOIN webhooks w ON w.id = c.webhook_id
          ORDER BY c.seq"
     ))
@@ -393,6 +404,10 @@ fn webhook_from_row(row: &PgRow, prefix: &str) -> StoreResult<WebhookRecord> {
         url: row.try_get(column("url").as_str())?,
         events,
         secret: row.try_get(column("secret").as_str())?,
+        scope: match row.try_get::<Option<Vec<Uuid>>, _>(column("source_ids").as_str())? {
+            None => SourceScope::All,
+            Some(ids) => SourceScope::only(ids.into_iter().map(SourceId::from)),
+        },
         created_at: row.try_get(column("created_at").as_str())?,
     })
 }

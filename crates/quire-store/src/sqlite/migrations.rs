@@ -17,6 +17,8 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (5, include_str!("schema_v5.sql")),
     (6, include_str!("schema_v6.sql")),
     (7, include_str!("schema_v7.sql")),
+    (8, include_str!("schema_v8.sql")),
+    (9, include_str!("schema_v9.sql")),
 ];
 
 pub(super) async fn run(pool: &SqlitePool) -> StoreResult<()> {

@@ -9,6 +9,7 @@ mod documents;
 mod jobs;
 mod keys;
 mod migrations;
+mod progress;
 mod rate;
 mod reviews;
 mod sources;
@@ -403,6 +404,29 @@ impl Store for SqliteStore {
 
     async fn recent_failures(&self, limit: u32) -> StoreResult<Vec<DocumentRecord>> {
         admin::recent_failures(&self.pool, limit).await
+    }
+
+    async fn set_document_progress(
+        &self,
+        id: DocumentId,
+        progress: &crate::DocumentProgress,
+    ) -> StoreResult<()> {
+        progress::set(&self.pool, id, progress).await
+    }
+
+    async fn document_progress(
+        &self,
+        id: DocumentId,
+    ) -> StoreResult<Option<crate::DocumentProgress>> {
+        progress::get(&self.pool, id).await
+    }
+
+    fn pool_stats(&self) -> crate::PoolStats {
+        crate::PoolStats {
+            size: self.pool.size(),
+            idle: u32::try_from(self.pool.num_idle()).unwrap_or(u32::MAX),
+            max: self.pool.options().get_max_connections(),
+        }
     }
 
     async fn close(&self) {

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use quire_core::{DocumentId, EventId, WebhookEvent, WebhookId, webhook};
+use quire_core::{DocumentId, EventId, SourceScope, WebhookEvent, WebhookId, webhook};
 use serde_json::{Map, Value};
 use sqlx::sqlite::SqliteRow;
 use sqlx::{QueryBuilder, Row, Sqlite, SqliteConnection, SqlitePool};
@@ -19,7 +19,7 @@ use crate::{
     StoreError, StoreResult, WebhookRecord,
 };
 
-const WEBHOOK_COLUMNS: &str = "id, url, events, secret, created_at";
+const WEBHOOK_COLUMNS: &str = "id, url, events, secret, source_ids, created_at";
 
 /// The `data` fields the store fills in from the document for every event.
 const DOCUMENT_FIELDS: [&str; 4] = [
@@ -44,12 +44,14 @@ pub(super) async fn create(pool: &SqlitePool, new: NewWebhook) -> StoreResult<We
     let id = new.id.to_string();
     let mut tx = pool.begin().await?;
     sqlx::query(
-        "INSERT INTO webhooks (id, url, events, secret, created_at) VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO webhooks (id, url, events, secret, source_ids, created_at)
+         VALUES (?, ?, ?, ?, ?, ?)",
     )
     .bind(&id)
     .bind(&new.url)
     .bind(events_json(&events))
     .bind(&new.secret)
+    .bind(scope_json(&new.scope))
     .bind(codec::millis(new.created_at))
     .execute(&mut *tx)
     .await?;
@@ -66,6 +68,7 @@ pub(super) async fn create(pool: &SqlitePool, new: NewWebhook) -> StoreResult<We
         url: new.url,
         events,
         secret: new.secret,
+        scope: new.scope,
         created_at: new.created_at,
     })
 }
@@ -150,8 +153,10 @@ pub(super) async fn enqueue(
             "event data field {field:?} is filled in by the store"
         )));
     }
-    let subscribers: Vec<String> = sqlx::query_scalar(
-        "SELECT webhook_id FROM webhook_subscriptions WHERE event = ? ORDER BY webhook_id",
+    let subscribers: Vec<(String, Option<String>)> = sqlx::query_as(
+        "SELECT s.webhook_id, w.source_ids
+         FROM webhook_subscriptions s JOIN webhooks w ON w.id = s.webhook_id
+         WHERE s.event = ? ORDER BY s.webhook_id",
     )
     .bind(event.as_str())
     .fetch_all(&mut *conn)
@@ -172,16 +177,23 @@ pub(super) async fn enqueue(
             "document {document_id} does not exist"
         )));
     };
+    let source_id: String = doc.try_get("source_id")?;
+    let mut subscribers_in_scope = Vec::with_capacity(subscribers.len());
+    for (webhook_id, source_ids) in subscribers {
+        if scope_from(source_ids.as_deref())?.allows(codec::id(&source_id)?) {
+            subscribers_in_scope.push(webhook_id);
+        }
+    }
+    if subscribers_in_scope.is_empty() {
+        return Ok(0);
+    }
     let mut data = Map::new();
     data.insert("documentId".into(), document_id.to_string().into());
     data.insert(
         "documentName".into(),
         doc.try_get::<String, _>("name")?.into(),
     );
-    data.insert(
-        "dataSourceId".into(),
-        doc.try_get::<String, _>("source_id")?.into(),
-    );
+    data.insert("dataSourceId".into(), source_id.into());
     data.insert(
         "dataSourceName".into(),
         doc.try_get::<String, _>("source_name")?.into(),
@@ -199,7 +211,7 @@ pub(super) async fn enqueue(
     }
     data.extend(extra);
     let body = webhook::envelope_body(event, now, data);
-    for webhook_id in &subscribers {
+    for webhook_id in &subscribers_in_scope {
         sqlx::query(
             "INSERT INTO webhook_outbox (event_id, webhook_id, event, body, created_at)
              VALUES (?, ?, ?, ?, ?)",
@@ -212,7 +224,27 @@ pub(super) async fn enqueue(
         .execute(&mut *conn)
         .await?;
     }
-    Ok(subscribers.len() as u64)
+    Ok(subscribers_in_scope.len() as u64)
+}
+
+/// The stored form of a webhook's scope: NULL for every source, a JSON array of ids otherwise.
+fn scope_json(scope: &SourceScope) -> Option<String> {
+    scope
+        .source_ids()
+        .map(|ids| Value::Array(ids.iter().map(|id| id.to_string().into()).collect()).to_string())
+}
+
+fn scope_from(stored: Option<&str>) -> StoreResult<SourceScope> {
+    let Some(json) = stored else {
+        return Ok(SourceScope::All);
+    };
+    let ids: Vec<String> = serde_json::from_str(json)
+        .map_err(|e| StoreError::Corrupt(format!("webhook sources {json:?}: {e}")))?;
+    Ok(SourceScope::only(
+        ids.iter()
+            .map(|id| codec::id(id))
+            .collect::<StoreResult<Vec<_>>>()?,
+    ))
 }
 
 /// The `data` field the store adds for this event besides the document's.
@@ -417,6 +449,7 @@ fn webhook_from_row(row: &SqliteRow) -> StoreResult<WebhookRecord> {
         url: row.try_get("url")?,
         events,
         secret: row.try_get("secret")?,
+        scope: scope_from(row.try_get::<Option<String>, _>("source_ids")?.as_deref())?,
         created_at: codec::time(row.try_get("created_at")?)?,
     })
 }

@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 
 use chrono::{DateTime, Duration, Utc};
-use quire_core::{DocumentId, EventId, SourceId, WebhookEvent, WebhookId};
+use quire_core::{DocumentId, EventId, SourceId, SourceScope, WebhookEvent, WebhookId};
 use quire_store::{
     NewDeliveryAttempt, NewWebhook, PendingDelivery, Store, StoreError, WebhookRecord,
 };
@@ -16,12 +16,22 @@ use super::{TestDb, chunks, document, source, t0};
 use WebhookEvent::{DocumentFailed, DocumentPiiDetected, DocumentReady};
 
 async fn webhook(store: &dyn Store, url: &str, events: &[WebhookEvent]) -> WebhookRecord {
+    scoped_webhook(store, url, events, SourceScope::All).await
+}
+
+async fn scoped_webhook(
+    store: &dyn Store,
+    url: &str,
+    events: &[WebhookEvent],
+    scope: SourceScope,
+) -> WebhookRecord {
     store
         .create_webhook(NewWebhook {
             id: WebhookId::new(),
             url: url.into(),
             events: events.to_vec(),
             secret: format!("whsec-{url}"),
+            scope,
             created_at: t0(),
         })
         .await
@@ -131,6 +141,7 @@ pub(super) async fn webhooks_are_registered_listed_and_deleted(store: &dyn Store
             url: "https://c.example/hook".into(),
             events: Vec::new(),
             secret: "s".into(),
+            scope: SourceScope::All,
             created_at: t0(),
         })
         .await;
@@ -199,6 +210,59 @@ pub(super) async fn finishing_a_document_writes_one_event_per_subscriber(store: 
         );
     }
     assert_eq!(store.pending_deliveries_count(t0()).await.unwrap(), 0);
+}
+
+/// A webhook limited to some sources gets events of those sources only; its scope is stored
+/// and read back with it, also when a dispatcher claims its events.
+pub(super) async fn a_scoped_webhook_gets_only_its_sources_events(store: &dyn Store) {
+    let (a, b) = (source(store, "A").await, source(store, "B").await);
+    let everywhere = webhook(store, "https://all.example", &[DocumentReady]).await;
+    let only_a = scoped_webhook(
+        store,
+        "https://a.example",
+        &[DocumentReady],
+        SourceScope::only([a]),
+    )
+    .await;
+    let a_and_b = scoped_webhook(
+        store,
+        "https://ab.example",
+        &[DocumentReady],
+        SourceScope::only([a, b]),
+    )
+    .await;
+    assert_eq!(only_a.scope, SourceScope::only([a]));
+    assert_eq!(
+        store.get_webhook(only_a.id).await.unwrap(),
+        Some(only_a.clone())
+    );
+    assert_eq!(
+        store.list_webhooks().await.unwrap(),
+        [everywhere.clone(), only_a.clone(), a_and_b.clone()]
+    );
+
+    let in_b = document(store, b, "b.txt").await;
+    finish_next(store, in_b, 1, t0()).await;
+    let claimed = claim(store, 10).await;
+    let hooks: HashSet<WebhookId> = claimed.iter().map(|d| d.webhook.id).collect();
+    assert_eq!(hooks, HashSet::from([everywhere.id, a_and_b.id]), "not A's");
+    for delivery in &claimed {
+        store
+            .record_delivery(attempted(delivery, t0()))
+            .await
+            .unwrap();
+    }
+
+    let in_a = document(store, a, "a.txt").await;
+    finish_next(store, in_a, 1, t0()).await;
+    let claimed = claim(store, 10).await;
+    let hooks: HashSet<WebhookId> = claimed.iter().map(|d| d.webhook.id).collect();
+    assert_eq!(hooks, HashSet::from([everywhere.id, only_a.id, a_and_b.id]));
+    let to_a = claimed.iter().find(|d| d.webhook.id == only_a.id).unwrap();
+    assert_eq!(
+        to_a.webhook, only_a,
+        "the claimed webhook carries its scope"
+    );
 }
 
 pub(super) async fn failing_a_document_writes_its_error(store: &dyn Store) {

@@ -13,7 +13,7 @@ use axum::routing::post;
 use chrono::{DateTime, Utc};
 use quire_core::{
     DocumentId, ManualClock, NewDocument, NewSource, SourceDescription, SourceId, SourceName,
-    SourceType, WebhookEvent, WebhookId,
+    SourceScope, SourceType, WebhookEvent, WebhookId,
 };
 use quire_store::{NewWebhook, Store, StoreLocation};
 use quire_webhooks::{DispatchSettings, Dispatcher, new_secret};
@@ -124,6 +124,7 @@ async fn store_with_hooks(
                 url: url.clone(),
                 events: vec![WebhookEvent::DocumentPiiDetected],
                 secret: new_secret().unwrap(),
+                scope: SourceScope::All,
                 created_at: t0(),
             })
             .await

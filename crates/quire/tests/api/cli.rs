@@ -281,3 +281,38 @@ async fn serve_stops_gracefully_on_sigterm() {
         assert!(dir.path().join("quire.db").exists());
     }
 }
+
+/// What the binary writes is for its own user only: the data directory, the database (with
+/// webhook secrets and key hashes) and the originals' directory, whatever the caller's umask.
+#[tokio::test]
+async fn the_data_directory_and_database_are_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("data");
+    let output = Command::new(env!("CARGO_BIN_EXE_quire"))
+        .args(["keys", "create", "--name", "ops", "--permission", "admin"])
+        .arg("--data-dir")
+        .arg(&dir)
+        .env_remove("QUIRE_DATA_DIR")
+        .env_remove("QUIRE_STORE_URL")
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let mode =
+        |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir), 0o700, "{}", dir.display());
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let expected = if path.is_dir() { 0o700 } else { 0o600 };
+        assert_eq!(mode(&path), expected, "{}", path.display());
+        checked += 1;
+    }
+    assert!(dir.join("quire.db").exists() && checked >= 1);
+}

@@ -337,7 +337,7 @@ async fn legacy_encodings_are_read_and_broken_files_fail_with_a_reason() {
         failed["error"]
             .as_str()
             .unwrap()
-            .contains("legacy Microsoft Office"),
+            .contains("Word 97-2003 document (.doc) is damaged or truncated"),
         "{failed}"
     );
 }
@@ -499,4 +499,54 @@ async fn uploading_the_same_bytes_again_returns_the_existing_document() {
         .upload(&key, &a, "x.pdf", b"%PDF-1.4 not really")
         .await;
     assert_eq!(retry.status(), StatusCode::ACCEPTED);
+}
+
+/// Staging space is bounded over all requests: a bulk upload that would stage more than
+/// `limits.max_staging_bytes` gets 507 for the parts beyond it, the budget comes back once the
+/// uploads are stored, and a disk that would keep less than `limits.min_free_disk_bytes` refuses
+/// uploads with 507 while search goes on.
+#[tokio::test]
+async fn staging_is_bounded_in_total_and_by_the_disks_free_space() {
+    let server = TestServer::start_with(|c| {
+        c.limits.max_upload_bytes = 4_000;
+        c.limits.max_staging_bytes = 6_000;
+    })
+    .await;
+    let key = server.key(Permission::ReadWrite).await;
+    let source = server.create_source(&key, "Docs").await;
+    let text = |word: &str| format!("{word} ").repeat(600).into_bytes();
+    let form = Form::new()
+        .part("file", Part::bytes(text("alpha")).file_name("a.txt"))
+        .part("file", Part::bytes(text("bravo")).file_name("b.txt"));
+    let report = body(server.upload_bulk(&key, &source, form).await).await;
+    let statuses: Vec<&str> = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["accepted", "rejected"], "{report}");
+    assert_eq!(
+        report["results"][1]["error"]["error"], "insufficient_storage",
+        "{report}"
+    );
+    // The first upload is stored: its staging bytes are free again.
+    let again = server.upload(&key, &source, "b.txt", &text("bravo")).await;
+    assert_eq!(again.status(), StatusCode::ACCEPTED);
+
+    let full = TestServer::start_with(|c| c.limits.min_free_disk_bytes = u64::MAX).await;
+    let key = full.key(Permission::ReadWrite).await;
+    let source = full.create_source(&key, "Docs").await;
+    let refused = full.upload(&key, &source, "a.txt", b"hello").await;
+    assert!(refused.headers().contains_key("retry-after"));
+    assert_error(
+        refused,
+        StatusCode::INSUFFICIENT_STORAGE,
+        "insufficient_storage",
+    )
+    .await;
+    let search = full
+        .post_json(&key, "/api/v1/search", &json!({"query": "hello"}))
+        .await;
+    assert_eq!(search.status(), StatusCode::OK);
 }

@@ -69,6 +69,22 @@ async fn eval_retrieval_reports_metrics_on_a_beir_corpus() {
     assert!(stdout.contains("judged queries 2"), "{stdout}");
     let keyword = stdout.lines().find(|l| l.starts_with("keyword ")).unwrap();
     assert!(keyword.contains(" 1.0000 "), "{stdout}");
+    // Not a terminal: progress is plain lines on stderr (the last of each step says done),
+    // never mixed into the results on stdout.
+    let progress = String::from_utf8_lossy(&output.stderr);
+    for step in [
+        "storing documents: 3/3 (",
+        "processing documents: 3/3 (",
+        "keyword queries: 2/2 (",
+    ] {
+        assert!(
+            progress
+                .lines()
+                .any(|l| l.starts_with(step) && l.ends_with("done)")),
+            "{step}: {progress}"
+        );
+    }
+    assert!(!stdout.contains("documents: "), "{stdout}");
 
     let without_model = eval("vector", None).await;
     assert!(!without_model.status.success());

@@ -157,3 +157,61 @@ async fn a_zip_bomb_fails_fast_while_a_good_file_beside_it_is_ready() {
         .await;
     assert_eq!(hits(&server, &key, "turbines").await.len(), 1);
 }
+
+/// Legacy Office through the real upload: a Word 97 `.doc` (built by quire-parse's fixtures)
+/// becomes ready with its two pages and its text is found on the right page; an `.xls` keeps
+/// its sheets as pages; an encrypted `.doc` fails with a reason that says what would work.
+#[tokio::test]
+async fn legacy_office_documents_become_ready_and_searchable() {
+    let server = TestServer::start().await;
+    let key = server.key(Permission::ReadWrite).await;
+    let source = server.create_source(&key, "Legacy").await;
+    let word = quire_parse::fixtures::doc(
+        "Turbine inspection\rCheck the \u{13} HYPERLINK \"x\" \u{14}blade roots\u{15} for cracks.\r\
+         \u{c}Lubricate the gearbox every quarter.\r",
+        false,
+        0,
+    );
+    let sheet = quire_parse::fixtures::xls(&[
+        ("Sites", &[&["Site", "Turbines"], &["Aberdeen", "14"]]),
+        ("Crews", &[&["Crew", "Lead"], &["North", "Okafor"]]),
+    ]);
+    let locked = quire_parse::fixtures::doc("Secret\r", true, 0x0100);
+    let word_id = server
+        .upload_ok(&key, &source, "inspection.doc", &word)
+        .await;
+    let sheet_id = server.upload_ok(&key, &source, "sites.xls", &sheet).await;
+    let locked_id = server.upload_ok(&key, &source, "locked.doc", &locked).await;
+
+    let doc = server
+        .wait_for_status(&key, &source, &word_id, "ready")
+        .await;
+    assert_eq!(doc["pageCount"].as_u64(), Some(2));
+    let doc = server
+        .wait_for_status(&key, &source, &sheet_id, "ready")
+        .await;
+    assert_eq!(doc["pageCount"].as_u64(), Some(2));
+    let failed = server
+        .wait_for_status(&key, &source, &locked_id, "failed")
+        .await;
+    let error = failed["error"].as_str().unwrap();
+    assert!(
+        error.contains("upload a copy without a password"),
+        "{error}"
+    );
+
+    let roots = hits(&server, &key, "blade roots").await;
+    assert_eq!((roots[0].0.as_str(), roots[0].2), ("inspection.doc", 1));
+    assert!(
+        roots[0].3.contains("Check the blade roots for cracks."),
+        "{roots:?}"
+    );
+    assert!(!roots[0].3.contains("HYPERLINK"), "{roots:?}");
+    let gearbox = hits(&server, &key, "gearbox").await;
+    assert_eq!((gearbox[0].0.as_str(), gearbox[0].2), ("inspection.doc", 2));
+    let okafor = hits(&server, &key, "Okafor").await;
+    assert_eq!(
+        (okafor[0].0.as_str(), okafor[0].1.as_str(), okafor[0].2),
+        ("sites.xls", "Crews", 2)
+    );
+}

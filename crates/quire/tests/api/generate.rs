@@ -524,7 +524,7 @@ async fn a_model_answer_streams_and_its_markers_become_page_citations() {
 #[tokio::test]
 async fn upstream_failures_become_error_events_and_nothing_hangs() {
     for (mode, expected) in [
-        (Upstream::ServerError, "model not loaded"),
+        (Upstream::ServerError, "answered HTTP 500"),
         (Upstream::Garbage, "malformed"),
         (
             Upstream::DiesMidStream,
@@ -540,6 +540,11 @@ async fn upstream_failures_become_error_events_and_nothing_hangs() {
         assert_eq!(last.event, "error", "{mode:?}: {events:?}");
         let message = last.data["message"].as_str().unwrap();
         assert!(message.contains(expected), "{mode:?}: {message}");
+        // The model server's address and its own words stay in the log.
+        assert!(
+            !message.contains("127.0.0.1") && !message.contains("model not loaded"),
+            "{mode:?}: {message}"
+        );
         assert!(
             started.elapsed() < Duration::from_secs(10),
             "{mode:?} took {:?}",

@@ -328,20 +328,29 @@ pub async fn body(response: Response) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text:?}"))
 }
 
-/// Asserts the status and the error envelope, and returns the envelope.
+/// Asserts the status and the error envelope (`error`, `message` and the `requestId` that the
+/// `X-Request-Id` header also carries), and returns the envelope.
 pub async fn assert_error(response: Response, status: StatusCode, error: &str) -> Value {
     assert_eq!(response.status(), status, "unexpected status");
     assert_eq!(
         response.headers().get("content-type").unwrap(),
         "application/json"
     );
+    let request_id = response
+        .headers()
+        .get("x-request-id")
+        .expect("every response has X-Request-Id")
+        .to_str()
+        .unwrap()
+        .to_owned();
     let value = body(response).await;
     assert_eq!(value["error"], error, "{value}");
     assert!(
         value["message"].as_str().is_some_and(|m| !m.is_empty()),
         "{value}"
     );
-    assert_eq!(value.as_object().unwrap().len(), 2, "{value}");
+    assert_eq!(value["requestId"], request_id.as_str(), "{value}");
+    assert_eq!(value.as_object().unwrap().len(), 3, "{value}");
     value
 }
 

@@ -132,7 +132,8 @@ async fn the_parse_worker_is_hidden_and_speaks_only_json_on_stdout() {
                 "max_unpacked_bytes": 1_000_000,
                 "max_archive_entries": 10,
                 "max_attachment_depth": 1
-            }
+            },
+            "output": {"max_text_bytes": 1_000_000, "max_chunks": 100}
         },
         "budgets": {"memory_bytes": 64 * 1024 * 1024, "cpu_seconds": 10}
     });

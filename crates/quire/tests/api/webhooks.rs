@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode as AxumStatus};
-use quire_core::Permission;
+use quire_core::{Permission, SourceScope};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -392,14 +392,22 @@ async fn ready_and_failed_documents_are_announced_with_exact_signed_payloads() {
     // Distinct delivery ids.
     assert_ne!(received[0].0, received[1].0);
 
-    // The delivery log shows both, as successes.
+    // The delivery log shows both, as successes (each is logged once its answer is in, so
+    // a moment after the receiver has it).
     let id = created["id"].as_str().unwrap();
-    let log = body(
-        server
-            .get(&admin, &format!("/api/v1/webhooks/{id}/deliveries"))
-            .await,
-    )
-    .await;
+    let started = Instant::now();
+    let log = loop {
+        let log = body(
+            server
+                .get(&admin, &format!("/api/v1/webhooks/{id}/deliveries"))
+                .await,
+        )
+        .await;
+        if log.as_array().unwrap().len() >= 2 || started.elapsed() > Duration::from_secs(10) {
+            break log;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    };
     let log = log.as_array().unwrap();
     assert_eq!(log.len(), 2, "{log:?}");
     assert!(
@@ -634,4 +642,121 @@ async fn a_normal_shutdown_waits_for_the_deliveries_in_flight() {
         0,
         "nothing to send again at the next start"
     );
+}
+
+/// A webhook carries the scope of the key that registered it: an admin key limited to source A
+/// registers webhooks that hear only A's documents, sees and deletes only webhooks within A,
+/// and cannot narrow a webhook to a source outside its scope.
+#[tokio::test]
+async fn a_scoped_admin_key_registers_and_sees_only_webhooks_of_its_sources() {
+    let server = TestServer::start_with(allowing_private).await;
+    let root = server.key(Permission::Admin).await;
+    let a = server.create_source(&root, "A").await;
+    let b = server.create_source(&root, "B").await;
+    let a_id: quire_core::SourceId = a.parse().unwrap();
+    let admin_a = server
+        .key_with(Permission::Admin, SourceScope::only([a_id]), None)
+        .await;
+
+    let (hears_a, url_a) = Receiver::start(Duration::ZERO).await;
+    let created = register(&server, &admin_a, &url_a, json!(["document.ready"])).await;
+    assert_eq!(created.status(), StatusCode::CREATED);
+    let scoped = body(created).await;
+    assert_eq!(scoped["sourceIds"], json!([a]));
+    *hears_a.secret.lock().unwrap() = scoped["secret"].as_str().unwrap().to_owned();
+
+    let (hears_all, url_all) = Receiver::start(Duration::ZERO).await;
+    let everywhere =
+        body(register(&server, &root, &url_all, json!(["document.ready"])).await).await;
+    assert_eq!(everywhere["sourceIds"], Value::Null);
+    *hears_all.secret.lock().unwrap() = everywhere["secret"].as_str().unwrap().to_owned();
+    let only_b = body(
+        server
+            .post_json(
+                &root,
+                "/api/v1/webhooks",
+                &json!({"url": url_all, "events": ["document.failed"], "sourceIds": [b]}),
+            )
+            .await,
+    )
+    .await;
+    assert_eq!(only_b["sourceIds"], json!([b]));
+
+    // The scoped key lists only its webhook; the others are not found, as if absent.
+    let listed = body(server.get(&admin_a, "/api/v1/webhooks").await).await;
+    let ids: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [scoped["id"].as_str().unwrap()]);
+    assert_eq!(
+        body(server.get(&root, "/api/v1/webhooks").await)
+            .await
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    for other in [&everywhere, &only_b] {
+        let id = other["id"].as_str().unwrap();
+        for path in [
+            format!("/api/v1/webhooks/{id}"),
+            format!("/api/v1/webhooks/{id}/deliveries"),
+        ] {
+            assert_error(
+                server.get(&admin_a, &path).await,
+                StatusCode::NOT_FOUND,
+                "not_found",
+            )
+            .await;
+        }
+        assert_error(
+            server
+                .delete(&admin_a, &format!("/api/v1/webhooks/{id}"))
+                .await,
+            StatusCode::NOT_FOUND,
+            "not_found",
+        )
+        .await;
+    }
+    // Narrowing to a source outside the key's scope is refused like an unknown source.
+    let outside = server
+        .post_json(
+            &admin_a,
+            "/api/v1/webhooks",
+            &json!({"url": url_a, "events": ["document.ready"], "sourceIds": [b]}),
+        )
+        .await;
+    assert_error(outside, StatusCode::NOT_FOUND, "not_found").await;
+
+    // A's document reaches both receivers, B's only the unscoped one.
+    let in_b = server
+        .upload_ok(&root, &b, "b.md", b"# B\nBravo text.")
+        .await;
+    server.wait_for_status(&root, &b, &in_b, "ready").await;
+    let in_a = server
+        .upload_ok(&root, &a, "a.md", b"# A\nAlpha text.")
+        .await;
+    server.wait_for_status(&root, &a, &in_a, "ready").await;
+    wait_for(
+        "both events at the unscoped receiver",
+        Duration::from_secs(10),
+        || hears_all.received().len() == 2,
+    )
+    .await;
+    wait_for("A's event at A's receiver", Duration::from_secs(10), || {
+        !hears_a.received().is_empty()
+    })
+    .await;
+    // B's event was written before A's and the outbox is sent in order, so had B's event been
+    // queued for A's webhook it would have arrived first.
+    let heard: Vec<Value> = hears_a
+        .received()
+        .into_iter()
+        .map(|(_, b)| b["data"]["documentId"].clone())
+        .collect();
+    assert_eq!(heard, [json!(in_a)], "B's event never reaches A's webhook");
+    assert_eq!(*hears_a.bad_signatures.lock().unwrap(), 0);
 }

@@ -537,3 +537,69 @@ async fn the_playground_searches_with_the_scope_of_the_chosen_key() {
     let response = get_page(&server, "/admin/playground", "").await;
     assert_eq!(location(&response), "/admin/login");
 }
+
+/// A document being processed shows its stage and counts on the source's page and in the
+/// statuses the page polls.
+#[tokio::test]
+async fn the_source_page_shows_the_progress_of_a_document_being_processed() {
+    let server = TestServer::start_with(|c| c.workers.count = 0).await;
+    set_password(&server, PASSWORD).await;
+    let (cookie, csrf) = sign_in(&server).await;
+    let source = create_source(&server, &cookie, &csrf, "Progress").await;
+    let response = upload(
+        &server,
+        &cookie,
+        Some(&csrf),
+        &source,
+        &[("big.md", "# Big\n")],
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let now = server.clock_now();
+    let job = server
+        .store
+        .claim_job("w", now, now + chrono::Duration::minutes(10))
+        .await
+        .unwrap()
+        .unwrap();
+    server
+        .store
+        .set_document_progress(
+            job.document_id,
+            &quire_store::DocumentProgress {
+                stage: quire_store::ProcessingStage::Embedding,
+                done: Some(120),
+                total: Some(400),
+                updated_at: now,
+            },
+        )
+        .await
+        .unwrap();
+
+    let all = statuses(&server, &cookie, &source).await;
+    let entry = &all[job.document_id.to_string()];
+    assert_eq!(entry["status"], "processing", "{all}");
+    assert_eq!(entry["progress"], "embedding 120/400 chunks", "{all}");
+    let page = text(&server, &format!("/admin/sources/{source}"), &cookie).await;
+    assert!(
+        page.contains("processing (embedding 120/400 chunks)"),
+        "{page}"
+    );
+    // The page polls while the document is processing.
+    assert!(page.contains("data-statuses"), "{page}");
+    assert!(page.contains("<script>"), "{page}");
+    let detail = text(
+        &server,
+        &format!("/admin/documents/{}", job.document_id),
+        &cookie,
+    )
+    .await;
+    assert!(
+        detail.contains(">processing (embedding 120/400 chunks)</td>"),
+        "{detail}"
+    );
+    assert!(
+        detail.contains("<script>"),
+        "the document's page polls too: {detail}"
+    );
+}

@@ -224,9 +224,7 @@ impl Browser {
                 Ok(element) => match element.text().await {
                     Ok(seen) if seen.contains(text) => return Ok(element),
                     Ok(seen) => format!("its text is {seen:?}"),
-                    Err(err) if err.webdriver_error() == Some("stale element reference") => {
-                        err.to_string()
-                    }
+                    Err(err) if is_stale(&err) => err.to_string(),
                     Err(err) => return Err(err),
                 },
                 Err(err) if err.webdriver_error() == Some("no such element") => err.to_string(),
@@ -603,4 +601,15 @@ async fn a_page_is_driven_in_headless_chromium() {
 
     browser.quit().await.unwrap();
     eprintln!("whole browser test took {:?}", started.elapsed());
+}
+
+/// Whether `err` says the element was replaced while it was read: "stale element reference",
+/// or, when the page navigates at that moment, Chromium's "unknown error" that the node "does
+/// not belong to the document".
+fn is_stale(err: &BrowserError) -> bool {
+    match err.webdriver_error() {
+        Some("stale element reference") => true,
+        Some("unknown error") => err.to_string().contains("does not belong to the document"),
+        _ => false,
+    }
 }

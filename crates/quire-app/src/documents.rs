@@ -1,0 +1,192 @@
+//! Reading a document's text back, page by page, for adapters that hand documents to an agent
+//! (the MCP server's `get_document` tool and its document resources). The text is rebuilt from
+//! the stored passages: consecutive passages of one page and section repeat a few words of
+//! each other (the chunker's overlap), which are taken out again here.
+
+use quire_core::{ChunkDraft, DocumentId, DocumentRecord, DocumentStatus, SourceId, SourceScope};
+
+use crate::{AppError, Services};
+
+/// The `ready` documents of every source in `scope`, with their source, source by source.
+/// (One query per source: the store has no call that lists documents across sources yet.)
+pub async fn ready_in_scope(
+    services: &Services,
+    scope: &SourceScope,
+) -> Result<Vec<(quire_core::SourceRecord, DocumentRecord)>, AppError> {
+    let mut ready = Vec::new();
+    for source in services.store.list_sources(scope).await? {
+        let documents = services
+            .store
+            .list_documents(scope, source.id)
+            .await?
+            .unwrap_or_default();
+        ready.extend(
+            documents
+                .into_iter()
+                .filter(|d| d.status == DocumentStatus::Ready)
+                .map(|d| (source.clone(), d)),
+        );
+    }
+    Ok(ready)
+}
+
+/// Most pages one read returns, so one call cannot pull a 600-page document at once.
+pub const MAX_PAGES_PER_READ: u32 = 50;
+
+/// One page's text.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PageText {
+    /// Page number, from 1.
+    pub page: u32,
+    /// The page's text, sections separated by blank lines.
+    pub text: String,
+}
+
+/// A stretch of a document's pages.
+#[derive(Debug, Clone)]
+pub struct DocumentPages {
+    /// The document.
+    pub document: DocumentRecord,
+    /// The pages asked for that have text, in order (pages without text are left out).
+    pub pages: Vec<PageText>,
+    /// The first page after this stretch when the document goes on, for the next read.
+    pub next_page: Option<u32>,
+}
+
+/// Pages `first ..` (at most `count`, capped at [`MAX_PAGES_PER_READ`]) of document `id` of
+/// `source`, which must be in `scope`; [`AppError::NotFound`] alike for a missing document and
+/// one outside the scope. A document that is not ready yet has no pages.
+pub async fn read_pages(
+    services: &Services,
+    scope: &SourceScope,
+    source: SourceId,
+    id: DocumentId,
+    first: u32,
+    count: u32,
+) -> Result<DocumentPages, AppError> {
+    if first == 0 {
+        return Err(AppError::Invalid("pages are numbered from 1".into()));
+    }
+    if count == 0 || count > MAX_PAGES_PER_READ {
+        return Err(AppError::Invalid(format!(
+            "read 1 to {MAX_PAGES_PER_READ} pages at a time (asked for {count})"
+        )));
+    }
+    let document = services
+        .store
+        .get_document(scope, source, id)
+        .await?
+        .ok_or_else(|| {
+            AppError::NotFound(format!("document {id} not found in this data source"))
+        })?;
+    if document.status != DocumentStatus::Ready {
+        return Ok(DocumentPages {
+            document,
+            pages: Vec::new(),
+            next_page: None,
+        });
+    }
+    let chunks = services.store.document_chunks(id).await?;
+    let last = first.saturating_add(count - 1);
+    let pages = page_texts(chunks.iter().filter(|c| (first..=last).contains(&c.page)));
+    let next_page = chunks.iter().map(|c| c.page).filter(|p| *p > last).min();
+    Ok(DocumentPages {
+        document,
+        pages,
+        next_page,
+    })
+}
+
+/// Joins passages (in order) into page texts, dropping the words a passage repeats from the
+/// one before it in the same page and section.
+fn page_texts<'a>(chunks: impl Iterator<Item = &'a ChunkDraft>) -> Vec<PageText> {
+    let mut pages: Vec<PageText> = Vec::new();
+    let mut previous: Option<&ChunkDraft> = None;
+    for chunk in chunks {
+        let same_page = pages.last().is_some_and(|p| p.page == chunk.page);
+        if !same_page {
+            pages.push(PageText {
+                page: chunk.page,
+                text: String::new(),
+            });
+        }
+        let page = pages.last_mut().expect("a page was just pushed");
+        let continues = same_page && previous.is_some_and(|p| p.section == chunk.section);
+        let content = match previous {
+            Some(p) if continues => without_overlap(&p.content, &chunk.content),
+            _ => chunk.content.as_str(),
+        };
+        if !page.text.is_empty() && !content.is_empty() {
+            page.text.push_str(if continues { " " } else { "\n\n" });
+        }
+        page.text.push_str(content.trim());
+        previous = Some(chunk);
+    }
+    pages
+}
+
+/// `next` without its leading words that repeat the last words of `previous`.
+fn without_overlap<'a>(previous: &str, next: &'a str) -> &'a str {
+    let before: Vec<&str> = previous.split_whitespace().collect();
+    let after: Vec<&str> = next.split_whitespace().collect();
+    let longest = before.len().min(after.len());
+    let Some(overlap) = (1..=longest)
+        .rev()
+        .find(|&k| before[before.len() - k..] == after[..k])
+    else {
+        return next;
+    };
+    // The byte offset just past the `overlap`-th word of `next`.
+    let mut rest = next;
+    for _ in 0..overlap {
+        rest = rest.trim_start();
+        let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        rest = &rest[end..];
+    }
+    rest.trim_start()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(ordinal: u32, page: u32, section: &str, content: &str) -> ChunkDraft {
+        ChunkDraft {
+            ordinal,
+            page,
+            section: section.into(),
+            content: content.into(),
+        }
+    }
+
+    #[test]
+    fn repeated_words_between_passages_are_dropped() {
+        let chunks = [
+            chunk(0, 1, "A", "one two three four"),
+            chunk(1, 1, "A", "three four five six"),
+            chunk(2, 1, "B", "seven eight"),
+            chunk(3, 2, "B", "nine ten"),
+        ];
+        let pages = page_texts(chunks.iter());
+        assert_eq!(
+            pages,
+            vec![
+                PageText {
+                    page: 1,
+                    text: "one two three four five six\n\nseven eight".into()
+                },
+                PageText {
+                    page: 2,
+                    text: "nine ten".into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn passages_without_overlap_are_kept_whole() {
+        assert_eq!(without_overlap("a b c", "d e"), "d e");
+        assert_eq!(without_overlap("a b c", "b c\nd"), "d");
+        assert_eq!(without_overlap("x", "x"), "");
+    }
+}

@@ -1,0 +1,62 @@
+//! What the tools return, as JSON: the same field names as the REST API's bodies
+//! (`docs/api.md`), so an agent that knows one knows the other.
+
+use quire_core::{DocumentRecord, SourceRecord};
+use serde::Serialize;
+
+/// A data source.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SourceOut {
+    id: String,
+    name: String,
+    description: String,
+    document_count: u64,
+}
+
+impl From<&SourceRecord> for SourceOut {
+    fn from(s: &SourceRecord) -> Self {
+        Self {
+            id: s.id.to_string(),
+            name: s.name.clone(),
+            description: s.description.clone(),
+            document_count: s.document_count,
+        }
+    }
+}
+
+/// A document.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct DocumentOut {
+    id: String,
+    name: String,
+    data_source_id: String,
+    status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    page_count: u64,
+    chunk_count: u64,
+    size: u64,
+    content_type: String,
+    created_at: String,
+    uri: String,
+}
+
+impl From<&DocumentRecord> for DocumentOut {
+    fn from(d: &DocumentRecord) -> Self {
+        Self {
+            id: d.id.to_string(),
+            name: d.name.clone(),
+            data_source_id: d.source_id.to_string(),
+            status: d.status.as_str(),
+            error: d.error.clone(),
+            page_count: d.page_count,
+            chunk_count: d.chunk_count,
+            size: d.size,
+            content_type: d.content_type.clone(),
+            created_at: d.created_at.to_rfc3339(),
+            uri: crate::resources::uri(d.source_id, d.id),
+        }
+    }
+}

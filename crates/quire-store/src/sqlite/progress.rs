@@ -1,0 +1,57 @@
+//! Progress of documents being processed.
+
+use std::str::FromStr;
+
+use quire_core::DocumentId;
+use sqlx::{Row, SqlitePool};
+
+use super::codec;
+use crate::{DocumentProgress, ProcessingStage, StoreError, StoreResult};
+
+pub(super) async fn set(
+    pool: &SqlitePool,
+    id: DocumentId,
+    progress: &DocumentProgress,
+) -> StoreResult<()> {
+    // Through a SELECT guarded by EXISTS: a document deleted while its worker ran gets no row
+    // (and no foreign-key error).
+    sqlx::query(
+        "INSERT INTO document_progress (document_id, stage, done, total, updated_at)
+         SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM documents WHERE id = ?1)
+         ON CONFLICT (document_id) DO UPDATE SET
+             stage = excluded.stage, done = excluded.done, total = excluded.total,
+             updated_at = excluded.updated_at",
+    )
+    .bind(id.to_string())
+    .bind(progress.stage.as_str())
+    .bind(progress.done.map(|n| i64::try_from(n).unwrap_or(i64::MAX)))
+    .bind(progress.total.map(|n| i64::try_from(n).unwrap_or(i64::MAX)))
+    .bind(codec::millis(progress.updated_at))
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+pub(super) async fn get(
+    pool: &SqlitePool,
+    id: DocumentId,
+) -> StoreResult<Option<DocumentProgress>> {
+    let row = sqlx::query(
+        "SELECT p.stage, p.done, p.total, p.updated_at
+         FROM document_progress p JOIN documents d ON d.id = p.document_id
+         WHERE p.document_id = ? AND d.status = 'processing'",
+    )
+    .bind(id.to_string())
+    .fetch_optional(pool)
+    .await?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let stage: String = row.try_get("stage")?;
+    Ok(Some(DocumentProgress {
+        stage: ProcessingStage::from_str(&stage).map_err(StoreError::Corrupt)?,
+        done: row.try_get::<Option<i64>, _>("done")?.map(codec::count),
+        total: row.try_get::<Option<i64>, _>("total")?.map(codec::count),
+        updated_at: codec::time(row.try_get("updated_at")?)?,
+    }))
+}

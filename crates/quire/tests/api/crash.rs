@@ -1,0 +1,294 @@
+//! The crash suite: `quire serve` as a real process, killed with SIGKILL again and again while
+//! it processes uploads and delivers webhooks. Whatever the moment of each kill, once a server
+//! runs again every document ends `ready` or `failed` with a reason, each chunk is in the index
+//! once, and every document's final event reaches the receiver under one event id (the
+//! receiver may see that id more than once, which is why it is there).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use reqwest::multipart::{Form, Part};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+use crate::webhooks::Receiver;
+
+/// Documents uploaded: enough that processing is under way at every kill.
+const DOCUMENTS: usize = 40;
+/// Every seventh upload is a broken PDF, which must end `failed` with its reason.
+const BROKEN_EVERY: usize = 7;
+
+/// A `quire serve` process and its address.
+struct Server {
+    child: Child,
+    address: String,
+}
+
+impl Server {
+    /// Starts `quire serve` on `dir` and waits until it listens.
+    async fn start(dir: &Path) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_quire"))
+            .args(["serve", "--bind", "127.0.0.1:0", "--data-dir"])
+            .arg(dir)
+            .env_remove("QUIRE_DATA_DIR")
+            .envs(crate::helpers::store_env(dir))
+            .env("QUIRE_EMBEDDING_USE_CACHED_MODEL", "false")
+            .env("QUIRE_WEBHOOKS_ALLOW_PRIVATE_TARGETS", "true")
+            .env("QUIRE_WORKERS_COUNT", "2")
+            // A job cut short counts as an attempt (so a file that kills the server cannot
+            // loop for ever); this many kills could use up the default 3 of a good document.
+            .env("QUIRE_WORKERS_MAX_ATTEMPTS", "10")
+            .env("RUST_LOG", "info")
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let address = tokio::time::timeout(Duration::from_secs(30), async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if let Some((_, url)) = line.split_once("listening on ") {
+                    return url.trim().to_owned();
+                }
+            }
+            panic!("the server exited before listening");
+        })
+        .await
+        .expect("the server did not start");
+        // Keep draining the log so the server never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Server { child, address }
+    }
+
+    /// SIGKILL: no shutdown code runs.
+    async fn kill(mut self) {
+        self.child.start_kill().unwrap();
+        self.child.wait().await.unwrap();
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.address)
+    }
+}
+
+async fn admin_key(dir: &Path) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_quire"))
+        .args(["keys", "create", "--name", "crash", "--permission", "admin"])
+        .arg("--data-dir")
+        .arg(dir)
+        .arg("--json")
+        .env_remove("QUIRE_DATA_DIR")
+        .envs(crate::helpers::store_env(dir))
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let created: Value = serde_json::from_slice(&output.stdout).unwrap();
+    created["key"].as_str().unwrap().to_owned()
+}
+
+/// A word no other document contains, so a search for it finds this document's chunks only.
+fn marker(i: usize) -> String {
+    format!("crashmarker{i:03}")
+}
+
+fn upload_bytes(i: usize) -> (String, Vec<u8>) {
+    if i.is_multiple_of(BROKEN_EVERY) {
+        // Distinct bytes: the same bytes twice would be one document.
+        (
+            format!("broken-{i}.pdf"),
+            format!("%PDF-1.7 cut short {i}").into_bytes(),
+        )
+    } else {
+        let body = format!(
+            "# Note {i}\n\nThe {} valve is checked every {i} days before the pump starts.\n",
+            marker(i)
+        );
+        (format!("note-{i}.md"), body.into_bytes())
+    }
+}
+
+async fn documents(client: &reqwest::Client, server: &Server, key: &str, source: &str) -> Value {
+    let response = client
+        .get(server.url(&format!("/api/v1/sources/{source}/documents")))
+        .bearer_auth(key)
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success(), "{}", response.status());
+    response.json().await.unwrap()
+}
+
+/// Documents not yet `ready` or `failed`.
+fn unfinished(docs: &Value) -> usize {
+    docs.as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| !matches!(d["status"].as_str(), Some("ready" | "failed")))
+        .count()
+}
+
+#[tokio::test]
+async fn killing_the_server_mid_work_loses_and_repeats_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = admin_key(dir.path()).await;
+    let client = reqwest::Client::new();
+    let (receiver, hook_url) = Receiver::start(Duration::ZERO).await;
+
+    let mut server = Server::start(dir.path()).await;
+    let created: Value = client
+        .post(server.url("/api/v1/webhooks"))
+        .bearer_auth(&key)
+        .json(&json!({"url": hook_url, "events": ["document.ready", "document.failed"]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    *receiver.secret.lock().unwrap() = created["secret"].as_str().unwrap().to_owned();
+    let source: Value = client
+        .post(server.url("/api/v1/sources"))
+        .bearer_auth(&key)
+        .json(&json!({"name": "Crash", "description": "killed again and again"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let source = source["id"].as_str().unwrap().to_owned();
+
+    // Uploads are durable once answered; the first kill comes while they are processed.
+    let mut ids = BTreeMap::new();
+    for i in 0..DOCUMENTS {
+        let (name, bytes) = upload_bytes(i);
+        let form = Form::new().part("file", Part::bytes(bytes).file_name(name));
+        let response = client
+            .post(server.url(&format!("/api/v1/sources/{source}/documents/upload")))
+            .bearer_auth(&key)
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), reqwest::StatusCode::ACCEPTED);
+        let doc: Value = response.json().await.unwrap();
+        ids.insert(doc["id"].as_str().unwrap().to_owned(), i);
+    }
+
+    // Kill it at different stages: at once, once some work is done, and right after start-up.
+    let mut kills = 0;
+    let mut pending_at_kills = Vec::new();
+    for wait in [
+        Duration::ZERO,
+        Duration::from_millis(400),
+        Duration::from_millis(150),
+        Duration::from_millis(700),
+    ] {
+        tokio::time::sleep(wait).await;
+        pending_at_kills.push(unfinished(
+            &documents(&client, &server, &key, &source).await,
+        ));
+        server.kill().await;
+        kills += 1;
+        server = Server::start(dir.path()).await;
+    }
+
+    eprintln!("documents unfinished at each kill: {pending_at_kills:?}");
+    // The suite proves something only if work was cut short.
+    assert!(
+        pending_at_kills[0] > 0,
+        "every document was finished before the first kill: {pending_at_kills:?}"
+    );
+    let started = Instant::now();
+    let docs = loop {
+        let docs = documents(&client, &server, &key, &source).await;
+        if unfinished(&docs) == 0 {
+            break docs;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "documents still unfinished after {kills} kills: {docs}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let docs = docs.as_array().unwrap();
+    assert_eq!(docs.len(), DOCUMENTS, "no upload lost and none doubled");
+    for doc in docs {
+        let i = ids[doc["id"].as_str().unwrap()];
+        if i.is_multiple_of(BROKEN_EVERY) {
+            assert_eq!(doc["status"], "failed", "{doc}");
+            assert!(!doc["error"].as_str().unwrap_or("").is_empty(), "{doc}");
+        } else {
+            assert_eq!(doc["status"], "ready", "{doc}");
+            assert_eq!(doc["chunkCount"], 1, "{doc}");
+        }
+    }
+
+    // Each chunk is in the index once: a document's own word finds exactly its one chunk.
+    for (id, i) in ids.iter().filter(|(_, i)| !i.is_multiple_of(BROKEN_EVERY)) {
+        let found: Value = client
+            .post(server.url("/api/v1/search"))
+            .bearer_auth(&key)
+            .json(&json!({"query": marker(*i), "limit": 10}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let hits: Vec<&str> = found["results"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{found}"))
+            .iter()
+            .map(|r| r["document"]["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(hits, [id.as_str()], "{} found {found}", marker(*i));
+    }
+
+    // Every document's final event arrives, under one event id per document.
+    let wanted: BTreeSet<&str> = ids.keys().map(String::as_str).collect();
+    let started = Instant::now();
+    loop {
+        let announced: BTreeSet<String> = receiver
+            .received()
+            .iter()
+            .map(|(_, body)| body["data"]["documentId"].as_str().unwrap().to_owned())
+            .collect();
+        if announced.len() == wanted.len() {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{} of {} documents announced",
+            announced.len(),
+            wanted.len()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut event_ids: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (event_id, body) in receiver.received() {
+        let doc = body["data"]["documentId"].as_str().unwrap().to_owned();
+        assert!(
+            wanted.contains(doc.as_str()),
+            "an event for an unknown document"
+        );
+        let expected = if ids[&doc].is_multiple_of(BROKEN_EVERY) {
+            "document.failed"
+        } else {
+            "document.ready"
+        };
+        assert_eq!(body["event"], expected, "{body}");
+        event_ids.entry(doc).or_default().insert(event_id);
+    }
+    for (doc, events) in &event_ids {
+        assert_eq!(events.len(), 1, "{doc} was announced as {events:?}");
+    }
+    server.kill().await;
+}
