@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
-use quire_parse::{Format, ParseLimits, ParsedDocument, detect_format, parse};
+use quire_parse::{
+    Format, OcrSettings, ParseLimits, ParsedDocument, detect_format, parse_with_ocr,
+};
 
 use crate::progress::Progress;
 use crate::text_quality::{
@@ -36,6 +38,31 @@ pub struct ParseEvalArgs {
     /// Skip the comparison of PDF pages with `pdftotext`.
     #[arg(long)]
     no_reference: bool,
+    /// Parse without OCR (by default scanned pages and images are read when Tesseract is
+    /// found, as `ocr.enabled = auto` does in the server).
+    #[arg(long)]
+    no_ocr: bool,
+}
+
+/// OCR as the server's `ocr.enabled = auto` would have it (off with `--no-ocr`), each file's
+/// OCR stopping itself a little before `timeout_seconds`.
+pub(crate) fn ocr_for_eval(no_ocr: bool, timeout_seconds: u64) -> Option<OcrSettings> {
+    if no_ocr {
+        return None;
+    }
+    match quire_server::config::OcrConfig::default().resolve() {
+        Ok((settings, note)) => {
+            println!("{note}");
+            settings.map(|mut s| {
+                s.document_timeout_seconds = timeout_seconds.saturating_sub(2).max(1);
+                s
+            })
+        }
+        Err(e) => {
+            println!("OCR off: {e:#}");
+            None
+        }
+    }
 }
 
 /// Agreement with the reference for the PDFs of one folder.
@@ -82,6 +109,7 @@ pub fn parse_dir(args: ParseEvalArgs) -> anyhow::Result<()> {
         .with_context(|| format!("could not read {}", args.dir.display()))?;
     files.sort();
     let reference = !args.no_reference && pdftotext_available();
+    let ocr = ocr_for_eval(args.no_ocr, args.timeout);
     let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
     let mut pdf_folders: BTreeMap<String, PdfFolder> = BTreeMap::new();
     let mut memory = MemoryReport::default();
@@ -102,7 +130,7 @@ pub fn parse_dir(args: ParseEvalArgs) -> anyhow::Result<()> {
         let format: String = detected.describe().chars().take(40).collect();
         reset_peak_memory();
         let started = Instant::now();
-        let outcome = run_one(bytes, name, Duration::from_secs(args.timeout));
+        let outcome = run_one(bytes, name, ocr.clone(), Duration::from_secs(args.timeout));
         let seconds = started.elapsed().as_secs_f64();
         let peak = peak_memory_bytes();
         let shown = short_path(path, &args.dir);
@@ -288,10 +316,19 @@ fn mib(bytes: u64) -> f64 {
 }
 
 /// Parses on a separate thread so a panic or a hang is reported instead of stopping the run.
-pub(crate) fn run_one(bytes: Vec<u8>, name: String, timeout: Duration) -> Outcome {
+pub(crate) fn run_one(
+    bytes: Vec<u8>,
+    name: String,
+    ocr: Option<OcrSettings>,
+    timeout: Duration,
+) -> Outcome {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
-        let result = std::panic::catch_unwind(|| parse(&bytes, &name, "", &ParseLimits::default()));
+        let ocr = ocr.map(quire_parse::Ocr::new);
+        // The OCR page counter is a Cell; a panic abandons it with the document.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            parse_with_ocr(&bytes, &name, "", &ParseLimits::default(), ocr.as_ref())
+        }));
         let _ = tx.send(result);
     });
     match rx.recv_timeout(timeout) {

@@ -489,7 +489,7 @@ fn docs_report(detector: &Detector, dir: &Path, args: &PiiEvalArgs) -> anyhow::R
             .unwrap_or("")
             .to_owned();
         let bytes = std::fs::read(path)?;
-        let doc = match run_one(bytes, name, Duration::from_secs(args.timeout)) {
+        let doc = match run_one(bytes, name, None, Duration::from_secs(args.timeout)) {
             Outcome::Parsed(doc) => doc,
             Outcome::Failed(_) | Outcome::Crashed | Outcome::Hung => {
                 *unparsed.entry(folder).or_default() += 1;

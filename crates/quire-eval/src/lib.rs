@@ -8,6 +8,7 @@ pub mod bench_embed;
 pub mod bench_generate;
 pub mod bench_vectors;
 pub mod eval;
+pub mod eval_ocr;
 pub mod eval_pii;
 pub mod eval_retrieval;
 mod progress;

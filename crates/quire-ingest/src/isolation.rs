@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use quire_parse::ParseLimits;
+use quire_parse::{OcrSettings, ParseLimits};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
@@ -66,6 +66,11 @@ pub(crate) struct ParseJob {
     /// Bounds on parsing it.
     #[serde(with = "limits_on_the_wire")]
     pub limits: ParseLimits,
+    /// How to OCR scanned pages and images; `None` when OCR is off. The worker has no
+    /// environment, so the program, the languages and the data directory all travel here.
+    /// A request without the field means OCR off, as before OCR existed.
+    #[serde(default, with = "ocr_on_the_wire")]
+    pub ocr: Option<OcrSettings>,
     /// Bounds on the text and chunks it may become.
     pub output: OutputLimits,
 }
@@ -151,6 +156,79 @@ mod limits_on_the_wire {
             max_archive_entries,
             max_attachment_depth,
         })
+    }
+}
+
+/// `OcrSettings` lives in `quire-parse` too; the same kind of mirror carries it.
+mod ocr_on_the_wire {
+    use std::path::PathBuf;
+
+    use quire_parse::OcrSettings;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Wire {
+        program: PathBuf,
+        languages: Vec<String>,
+        tessdata_dir: Option<PathBuf>,
+        max_pages: u32,
+        page_timeout_seconds: u64,
+        dpi: u32,
+        document_timeout_seconds: u64,
+    }
+
+    pub(super) fn serialize<S: Serializer>(
+        ocr: &Option<OcrSettings>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        ocr.as_ref()
+            .map(|settings| {
+                let OcrSettings {
+                    program,
+                    languages,
+                    tessdata_dir,
+                    max_pages,
+                    page_timeout_seconds,
+                    dpi,
+                    document_timeout_seconds,
+                } = settings.clone();
+                Wire {
+                    program,
+                    languages,
+                    tessdata_dir,
+                    max_pages,
+                    page_timeout_seconds,
+                    dpi,
+                    document_timeout_seconds,
+                }
+            })
+            .serialize(serializer)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<OcrSettings>, D::Error> {
+        Ok(Option::<Wire>::deserialize(deserializer)?.map(|wire| {
+            let Wire {
+                program,
+                languages,
+                tessdata_dir,
+                max_pages,
+                page_timeout_seconds,
+                dpi,
+                document_timeout_seconds,
+            } = wire;
+            OcrSettings {
+                program,
+                languages,
+                tessdata_dir,
+                max_pages,
+                page_timeout_seconds,
+                dpi,
+                document_timeout_seconds,
+            }
+        }))
     }
 }
 
@@ -408,6 +486,7 @@ fn parse_job(job: &ParseJob) -> WorkerResponse {
             &job.content_type,
             job.chunking,
             &job.limits,
+            job.ocr.as_ref(),
             job.output,
         )
     };
@@ -528,6 +607,7 @@ mod tests {
             content_type: String::new(),
             chunking: ChunkingParams::default(),
             limits: ParseLimits::default(),
+            ocr: None,
             output: OutputLimits::default(),
         }
     }
@@ -611,17 +691,18 @@ mod tests {
             "",
             ChunkingParams::default(),
             &ParseLimits::default(),
+            None,
             OutputLimits::default(),
         )
         .unwrap();
         let answer = serve_here(job(&good, "a.md"));
         assert_eq!(interpret(16 * MIB, exited_ok(), &answer, b""), Ok(expected));
 
-        let image = dir.path().join("png");
-        std::fs::write(&image, b"\x89PNG\r\n\x1a\nrest").unwrap();
-        let answer = serve_here(job(&image, "a.png"));
+        let image = dir.path().join("gif");
+        std::fs::write(&image, b"GIF89a rest").unwrap();
+        let answer = serve_here(job(&image, "a.gif"));
         let error = interpret(16 * MIB, exited_ok(), &answer, b"").unwrap_err();
-        assert!(error.contains("PNG image is not supported"), "{error}");
+        assert!(error.contains("GIF image is not supported"), "{error}");
 
         let answer = serve_here(job(&dir.path().join("missing"), "a.md"));
         assert_eq!(

@@ -18,7 +18,7 @@ pub use originals::{StageError, StagedFile, StagedUpload, Staging, StagingLimits
 pub use pipeline::{OutputLimits, Processed, ProcessingError, process_file};
 pub use progress::{CHUNKS_EMBEDDED, REPORT_EVERY, STAGE_SECONDS};
 pub use quire_files::{FilesError, OriginalStore};
-pub use quire_parse::{Block, ParseLimits};
+pub use quire_parse::{Block, OcrSettings, ParseLimits, probe as probe_ocr};
 pub use review::Review;
 pub use semantic::{BackfillReport, Semantic, SemanticError, embedding_text};
 pub use service::{Ingest, IngestError, IngestSettings, Upload, clean_file_name};

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use quire_core::ChunkDraft;
-use quire_parse::{ParseError, ParseLimits, parse};
+use quire_parse::{Ocr, OcrSettings, ParseError, ParseLimits, parse_with_ocr};
 use serde::{Deserialize, Serialize};
 
 use crate::chunker::{ChunkingParams, chunk_blocks};
@@ -71,17 +71,20 @@ pub struct Processed {
     pub page_count: u32,
 }
 
-/// Reads the original at `path` and cuts it into chunks, within `output`'s bounds.
+/// Reads the original at `path` and cuts it into chunks, within `output`'s bounds; scanned
+/// pages and images are read by OCR when `ocr` is given.
 pub fn process_file(
     path: &Path,
     name: &str,
     content_type: &str,
     chunking: ChunkingParams,
     limits: &ParseLimits,
+    ocr: Option<&OcrSettings>,
     output: OutputLimits,
 ) -> Result<Processed, ProcessingError> {
     let bytes = std::fs::read(path)?;
-    let parsed = parse(&bytes, name, content_type, limits)?;
+    let ocr = ocr.map(|settings| Ocr::new(settings.clone()));
+    let parsed = parse_with_ocr(&bytes, name, content_type, limits, ocr.as_ref())?;
     drop(bytes);
     let text_bytes: u64 = parsed.blocks.iter().map(|b| b.text.len() as u64).sum();
     if text_bytes > output.max_text_bytes {
@@ -118,6 +121,7 @@ mod tests {
             "",
             ChunkingParams::default(),
             &ParseLimits::default(),
+            None,
             OutputLimits::default(),
         )
     }
@@ -137,7 +141,12 @@ mod tests {
     #[test]
     fn failures_explain_themselves() {
         let image = run("a.png", b"\x89PNG\r\n\x1a\n").unwrap_err().to_string();
-        assert!(image.contains("PNG image is not supported"), "{image}");
+        // Images are read by OCR since issue 17; without it the reason says how to turn it on.
+        assert!(
+            image.starts_with("the PNG image has no text layer and OCR is not enabled")
+                && image.contains("ocr.enabled"),
+            "{image}"
+        );
         assert!(matches!(
             run("a.txt", b" \n\n \t"),
             Err(ProcessingError::Parse(ParseError::Empty))
@@ -161,6 +170,7 @@ mod tests {
                 "",
                 ChunkingParams::default(),
                 &ParseLimits::default(),
+                None,
                 output,
             )
         };

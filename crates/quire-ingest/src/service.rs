@@ -28,7 +28,7 @@ use crate::pipeline::{OutputLimits, Processed};
 use crate::progress::Progress;
 use crate::review::Review;
 use crate::semantic::Semantic;
-use quire_parse::{ParseLimits, guess_content_type};
+use quire_parse::{OcrSettings, ParseLimits, guess_content_type};
 
 /// Shortest time between two renewals of a job's lease, whatever the lease.
 const MIN_RENEWAL: std::time::Duration = std::time::Duration::from_millis(10);
@@ -128,6 +128,8 @@ pub struct Ingest {
     index: Arc<KeywordIndex>,
     semantic: Option<Arc<Semantic>>,
     review: Option<Review>,
+    ocr: Option<OcrSettings>,
+    ocr_note: String,
     staging: Staging,
     files: Arc<dyn OriginalStore>,
     clock: Arc<dyn Clock>,
@@ -159,6 +161,8 @@ impl Ingest {
             index,
             semantic: None,
             review: None,
+            ocr: None,
+            ocr_note: "OCR off".to_owned(),
             staging,
             files,
             clock,
@@ -171,6 +175,24 @@ impl Ingest {
     pub fn with_semantic(mut self, semantic: Option<Arc<Semantic>>) -> Self {
         self.semantic = semantic;
         self
+    }
+
+    /// Reads scanned pages and images with OCR (`None`: off; `note` says how it was decided,
+    /// for the start-up log and the version endpoint).
+    pub fn with_ocr(mut self, ocr: Option<OcrSettings>, note: String) -> Self {
+        self.ocr = ocr;
+        self.ocr_note = note;
+        self
+    }
+
+    /// The OCR settings documents are parsed with (`None`: OCR is off).
+    pub fn ocr(&self) -> Option<&OcrSettings> {
+        self.ocr.as_ref()
+    }
+
+    /// What was found out about OCR at start (on with which program and version, or why off).
+    pub fn ocr_note(&self) -> &str {
+        &self.ocr_note
     }
 
     /// Screens every processed document for personal data; those `review`'s policy holds
@@ -475,6 +497,12 @@ impl Ingest {
             content_type: job.content_type.clone(),
             chunking: self.settings.chunking,
             limits: self.settings.parse_limits,
+            ocr: self.ocr.clone().map(|mut ocr| {
+                // OCR stops itself with a reason a little before the server kills the worker.
+                let budget = self.settings.time_budget.as_secs();
+                ocr.document_timeout_seconds = budget.saturating_sub((budget / 10).max(2)).max(1);
+                ocr
+            }),
             output: self.settings.output_limits,
         };
         parse_isolated(&self.settings.isolation, parse, self.settings.time_budget).await

@@ -48,6 +48,8 @@ pub enum Format {
     Ppt,
     /// An Outlook message (`.msg`, an OLE compound file).
     Msg,
+    /// An image (PNG, JPEG, TIFF, WebP), read by OCR.
+    Image(crate::raster::ImageKind),
     /// A password-protected DOCX, XLSX or PPTX (stored as an OLE container).
     EncryptedOffice,
     /// Something Quire does not read; the text names it for people.
@@ -77,6 +79,7 @@ impl Format {
             Self::Xls => "Excel 97-2003 workbook (.xls)",
             Self::Ppt => "PowerPoint 97-2003 presentation (.ppt)",
             Self::Msg => "Outlook message (.msg)",
+            Self::Image(kind) => kind.describe(),
             Self::EncryptedOffice => "Office document (DOCX, XLSX or PPTX)",
             Self::Unsupported(kind) => kind,
         }
@@ -107,6 +110,9 @@ pub fn detect_format(bytes: &[u8], name: &str, declared_type: &str) -> Format {
     }
     if head.starts_with(b"{\\rtf") {
         return Format::Rtf;
+    }
+    if let Some(kind) = crate::raster::ImageKind::sniff(head) {
+        return Format::Image(kind);
     }
     if let Some(kind) = binary_kind(head) {
         return Format::Unsupported(kind.to_owned());

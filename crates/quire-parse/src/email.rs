@@ -1,19 +1,27 @@
 //! E-mail (RFC 5322 / MIME): a block with the From, To, Cc, Subject and Date headers, then the
 //! text bodies (HTML bodies converted to text), then every attachment parsed as a document of
 //! its own, on the pages after the message, under the section `Attachment: <name>`.
-//! Attachments that cannot be read (images, unsupported formats) are left out.
+//! Attachments that cannot be read (unsupported formats, and images without OCR) are left out.
+//! With OCR, picture attachments are read when the message itself has little text (a scanned
+//! letter sent as a photo); beside a real body they are mostly logos and signatures.
 
 use mail_parser::{Address, Message, MessageParser, MimeHeaders};
 
 use crate::blocks::{Block, BlockBuilder};
 use crate::encoding::{decode_text, utf16_without_bom};
+use crate::ocr::Ocr;
+use crate::raster::ImageKind;
 use crate::{Extracted, ParseError, ParseLimits, parse_at_depth, plain_text};
+
+/// Below this many visible characters in its bodies, a message's picture attachments are OCRed.
+pub(crate) const LITTLE_TEXT: usize = 200;
 
 const WHAT: &str = "e-mail message";
 
 pub(crate) fn parse(
     bytes: &[u8],
     limits: &ParseLimits,
+    ocr: Option<&Ocr>,
     depth: u32,
 ) -> Result<Extracted, ParseError> {
     // A message saved as UTF-16 is re-encoded so the MIME parser can read its headers.
@@ -32,11 +40,17 @@ pub(crate) fn parse(
             detail: "no message headers could be read".into(),
         })?;
     let mut out = BlockBuilder::new();
-    render(&message, &mut out, limits, depth);
+    render(&message, &mut out, limits, ocr, depth);
     Ok(out.into())
 }
 
-fn render(message: &Message<'_>, out: &mut BlockBuilder, limits: &ParseLimits, depth: u32) {
+fn render(
+    message: &Message<'_>,
+    out: &mut BlockBuilder,
+    limits: &ParseLimits,
+    ocr: Option<&Ocr>,
+    depth: u32,
+) {
     let mut headers = Vec::new();
     let mut add = |name: &str, value: Option<String>| {
         if let Some(value) = value.filter(|v| !v.trim().is_empty()) {
@@ -51,8 +65,10 @@ fn render(message: &Message<'_>, out: &mut BlockBuilder, limits: &ParseLimits, d
     if !headers.is_empty() {
         out.push_block(&headers.join("\n"));
     }
+    let mut body_chars = 0;
     for index in 0..message.text_body_count() {
         if let Some(body) = message.body_text(index) {
+            body_chars += body.chars().filter(|c| !c.is_whitespace()).count();
             for block in plain_text(&body).blocks {
                 out.push_block(&block.text);
             }
@@ -68,7 +84,7 @@ fn render(message: &Message<'_>, out: &mut BlockBuilder, limits: &ParseLimits, d
         if let Some(inner) = attachment.message() {
             if depth < limits.max_attachment_depth {
                 let mut nested = BlockBuilder::new();
-                render(inner, &mut nested, limits, depth + 1);
+                render(inner, &mut nested, limits, ocr, depth + 1);
                 append_all(out, nested.finish().0, first_page, &section);
             }
             continue;
@@ -80,9 +96,10 @@ fn render(message: &Message<'_>, out: &mut BlockBuilder, limits: &ParseLimits, d
             .content_type()
             .map(|ct| format!("{}/{}", ct.ctype(), ct.subtype().unwrap_or("")))
             .unwrap_or_default();
-        if let Ok(parsed) =
-            parse_at_depth(attachment.contents(), &name, &declared, limits, depth + 1)
-        {
+        let contents = attachment.contents();
+        let is_picture = ImageKind::sniff(contents).is_some();
+        let ocr = ocr.filter(|_| !is_picture || body_chars < LITTLE_TEXT);
+        if let Ok(parsed) = parse_at_depth(contents, &name, &declared, limits, ocr, depth + 1) {
             append_all(out, parsed.blocks, first_page, &section);
         }
     }
@@ -136,7 +153,7 @@ mod tests {
             --XX\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nThe pump failed.\r\n\r\nSee the notes.\r\n\
             --XX\r\nContent-Type: text/markdown\r\nContent-Disposition: attachment; filename=notes.md\r\n\r\n\
             # Notes\r\n\r\nSeal worn.\r\n--XX--\r\n";
-        let parsed = parse(mail.as_bytes(), &ParseLimits::default(), 0).unwrap();
+        let parsed = parse(mail.as_bytes(), &ParseLimits::default(), None, 0).unwrap();
         let shape = shape(&parsed.blocks);
         assert_eq!(
             shape[0].2,

@@ -1,6 +1,8 @@
 //! Files built by tests (enabled by the `fixtures` feature): small valid PDFs with text, an
-//! outline and, when asked, encryption, and legacy Office compound files, so tests never need
-//! sample files on disk.
+//! outline and, when asked, encryption; legacy Office compound files; and scans: pages of
+//! known text rendered to images (a compiled-in bitmap font, so no font file is needed), as
+//! PNG, multi-page TIFF, and PDFs whose pages are those images, so tests never need sample
+//! files on disk.
 
 use std::io::{Cursor, Write};
 
@@ -127,11 +129,19 @@ pub fn image_only_pdf(pages: usize) -> Vec<u8> {
 
 /// Numbers `objects` from 1 and writes them with a cross-reference table and a trailer.
 fn assemble(objects: &[String]) -> Vec<u8> {
+    let bytes: Vec<Vec<u8>> = objects.iter().map(|o| o.clone().into_bytes()).collect();
+    assemble_bytes(&bytes)
+}
+
+/// [`assemble`] for objects that hold binary streams.
+fn assemble_bytes(objects: &[Vec<u8>]) -> Vec<u8> {
     let mut pdf = b"%PDF-1.4\n".to_vec();
     let mut offsets = Vec::new();
     for (i, body) in objects.iter().enumerate() {
         offsets.push(pdf.len());
-        pdf.extend(format!("{} 0 obj\n{body}\nendobj\n", i + 1).into_bytes());
+        pdf.extend(format!("{} 0 obj\n", i + 1).into_bytes());
+        pdf.extend_from_slice(body);
+        pdf.extend_from_slice(b"\nendobj\n");
     }
     let xref = pdf.len();
     pdf.extend(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).into_bytes());
@@ -147,6 +157,227 @@ fn assemble(objects: &[String]) -> Vec<u8> {
         .into_bytes(),
     );
     pdf
+}
+
+/// Resolution of the page images [`text_page_image`] draws: a US letter page at 200 dpi.
+pub const SCAN_DPI: u32 = 200;
+const SCAN_WIDTH: u32 = 1700;
+const SCAN_HEIGHT: u32 = 2200;
+/// Each pixel of the 10 × 20 bitmap font becomes a square this big: glyphs 20 × 40 pixels,
+/// about 11 pt type at [`SCAN_DPI`].
+const GLYPH_SCALE: u32 = 2;
+const MARGIN: u32 = 100;
+
+/// A white letter page with `text` in black, as a 200 dpi scan of a printed page looks:
+/// each line of `text` a line on the page, long lines wrapped at words.
+pub fn text_page_image(text: &str) -> image::GrayImage {
+    use embedded_graphics::mono_font::MonoTextStyle;
+    use embedded_graphics::mono_font::ascii::FONT_10X20;
+    use embedded_graphics::pixelcolor::BinaryColor;
+    use embedded_graphics::prelude::*;
+    use embedded_graphics::text::{Baseline, Text};
+
+    /// Draws font pixels as GLYPH_SCALE-sized squares into a greyscale image.
+    struct Page(image::GrayImage);
+    impl OriginDimensions for Page {
+        fn size(&self) -> Size {
+            Size::new(self.0.width() / GLYPH_SCALE, self.0.height() / GLYPH_SCALE)
+        }
+    }
+    impl DrawTarget for Page {
+        type Color = BinaryColor;
+        type Error = std::convert::Infallible;
+        fn draw_iter<I: IntoIterator<Item = Pixel<BinaryColor>>>(
+            &mut self,
+            pixels: I,
+        ) -> Result<(), Self::Error> {
+            for Pixel(at, color) in pixels {
+                let (Ok(x), Ok(y)) = (u32::try_from(at.x), u32::try_from(at.y)) else {
+                    continue;
+                };
+                let value = if color.is_on() { 0 } else { 255 };
+                for dy in 0..GLYPH_SCALE {
+                    for dx in 0..GLYPH_SCALE {
+                        let (px, py) = (x * GLYPH_SCALE + dx, y * GLYPH_SCALE + dy);
+                        if px < self.0.width() && py < self.0.height() {
+                            self.0.put_pixel(px, py, image::Luma([value]));
+                        }
+                    }
+                }
+            }
+            Ok(())
+        }
+    }
+
+    let mut page = Page(image::GrayImage::from_pixel(
+        SCAN_WIDTH,
+        SCAN_HEIGHT,
+        image::Luma([255]),
+    ));
+    let style = MonoTextStyle::new(&FONT_10X20, BinaryColor::On);
+    let columns = ((SCAN_WIDTH - 2 * MARGIN) / (10 * GLYPH_SCALE)) as usize;
+    let line_height = 26; // font pixels: 20 for the glyphs, 6 between lines
+    let mut y = MARGIN / GLYPH_SCALE;
+    for line in text.lines().flat_map(|l| wrap(l, columns)) {
+        let at = Point::new((MARGIN / GLYPH_SCALE) as i32, y as i32);
+        let _ = Text::with_baseline(&line, at, style, Baseline::Top).draw(&mut page);
+        y += line_height;
+    }
+    page.0
+}
+
+/// `line` cut at spaces into pieces of at most `columns` characters (an empty line stays).
+fn wrap(line: &str, columns: usize) -> Vec<String> {
+    let mut out = vec![String::new()];
+    for word in line.split_whitespace() {
+        let current = out.last_mut().expect("never empty");
+        if !current.is_empty() && current.len() + 1 + word.len() > columns {
+            out.push(word.to_owned());
+        } else {
+            if !current.is_empty() {
+                current.push(' ');
+            }
+            current.push_str(word);
+        }
+    }
+    out
+}
+
+/// A PNG of [`text_page_image`].
+pub fn png(text: &str) -> Vec<u8> {
+    let mut out = std::io::Cursor::new(Vec::new());
+    text_page_image(text)
+        .write_to(&mut out, image::ImageFormat::Png)
+        .unwrap();
+    out.into_inner()
+}
+
+/// A multi-page greyscale TIFF, one [`text_page_image`] per entry.
+pub fn tiff(pages: &[&str]) -> Vec<u8> {
+    let mut out = std::io::Cursor::new(Vec::new());
+    let mut encoder = tiff::encoder::TiffEncoder::new(&mut out).unwrap();
+    for text in pages {
+        let page = text_page_image(text);
+        encoder
+            .write_image::<tiff::encoder::colortype::Gray8>(page.width(), page.height(), &page)
+            .unwrap();
+    }
+    out.into_inner()
+}
+
+/// A PNG that claims `width` × `height` pixels but holds almost nothing: a decompression bomb
+/// as far as a decoder that trusts the header is concerned.
+pub fn png_claiming(width: u32, height: u32) -> Vec<u8> {
+    fn crc32(bytes: &[u8]) -> u32 {
+        let mut crc = 0xFFFF_FFFF_u32;
+        for &byte in bytes {
+            crc ^= u32::from(byte);
+            for _ in 0..8 {
+                crc = if crc & 1 == 1 {
+                    (crc >> 1) ^ 0xEDB8_8320
+                } else {
+                    crc >> 1
+                };
+            }
+        }
+        !crc
+    }
+    fn chunk(out: &mut Vec<u8>, kind: &[u8], data: &[u8]) {
+        out.extend((data.len() as u32).to_be_bytes());
+        let mut body = kind.to_vec();
+        body.extend_from_slice(data);
+        out.extend_from_slice(&body);
+        out.extend(crc32(&body).to_be_bytes());
+    }
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    let mut header = width.to_be_bytes().to_vec();
+    header.extend(height.to_be_bytes());
+    header.extend([8, 0, 0, 0, 0]); // 8-bit greyscale, deflate, no interlace
+    chunk(&mut png, b"IHDR", &header);
+    // A zlib stream of a few zero bytes: nowhere near the rows the header promises.
+    chunk(
+        &mut png,
+        b"IDAT",
+        &[0x78, 0x9C, 0x63, 0x00, 0x00, 0x00, 0x01, 0x00, 0x01],
+    );
+    chunk(&mut png, b"IEND", &[]);
+    png
+}
+
+/// A page of a PDF built by [`scanned_pdf`].
+#[derive(Debug, Clone, Copy)]
+pub enum PdfPage<'a> {
+    /// A page with this text in its text layer.
+    Text(&'a str),
+    /// A page that is only a scan (a JPEG of [`text_page_image`]) of this text.
+    Scan(&'a str),
+}
+
+/// A PDF of text pages and scanned pages, as a scanner without OCR (or a mixed document)
+/// produces; every page is US letter, the scans drawn over the whole page.
+pub fn scanned_pdf(pages: &[PdfPage<'_>]) -> Vec<u8> {
+    let n = pages.len();
+    // 1: catalog, 2: page tree, 3: font, then a page, its content and its image per page.
+    let page_ids: Vec<usize> = (0..n).map(|i| 4 + 3 * i).collect();
+    let kids: Vec<String> = page_ids.iter().map(|id| format!("{id} 0 R")).collect();
+    let mut objects: Vec<Vec<u8>> = vec![
+        b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
+        format!("<< /Type /Pages /Kids [{}] /Count {n} >>", kids.join(" ")).into_bytes(),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_vec(),
+    ];
+    for (i, page) in pages.iter().enumerate() {
+        let id = page_ids[i];
+        let (content, image) = match page {
+            PdfPage::Text(text) => {
+                let mut stream = String::from("BT /F1 12 Tf 72 720 Td 14 TL\n");
+                for line in text.lines() {
+                    let escaped = line.replace('(', "\\(").replace(')', "\\)");
+                    stream.push_str(&format!("({escaped}) Tj T*\n"));
+                }
+                stream.push_str("ET");
+                // An unused placeholder keeps the object numbering regular.
+                (stream, b"null".to_vec())
+            }
+            PdfPage::Scan(text) => {
+                let page = text_page_image(text);
+                let mut jpeg = Vec::new();
+                image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 90)
+                    .encode_image(&page)
+                    .unwrap();
+                let mut object = format!(
+                    "<< /Type /XObject /Subtype /Image /Width {} /Height {} \
+                     /ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /DCTDecode \
+                     /Length {} >>\nstream\n",
+                    page.width(),
+                    page.height(),
+                    jpeg.len()
+                )
+                .into_bytes();
+                object.extend_from_slice(&jpeg);
+                object.extend_from_slice(b"\nendstream");
+                ("q 612 0 0 792 0 0 cm /Im1 Do Q".to_owned(), object)
+            }
+        };
+        objects.push(
+            format!(
+                "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] \
+                 /Resources << /Font << /F1 3 0 R >> /XObject << /Im1 {} 0 R >> >> \
+                 /Contents {} 0 R >>",
+                id + 2,
+                id + 1
+            )
+            .into_bytes(),
+        );
+        objects.push(
+            format!(
+                "<< /Length {} >>\nstream\n{content}\nendstream",
+                content.len()
+            )
+            .into_bytes(),
+        );
+        objects.push(image);
+    }
+    assemble_bytes(&objects)
 }
 
 /// An OLE compound file with the given `(path, bytes)` streams (storages on the way are

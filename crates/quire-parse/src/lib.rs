@@ -3,6 +3,10 @@
 //! and TSV, PDF, DOCX, PPTX, XLSX, legacy Office (DOC, PPT, XLS), OpenDocument (ODT, ODP, ODS),
 //! RTF, and e-mail (`.eml` and Outlook `.msg`) with its attachments. Pure and blocking: no
 //! I/O beyond the bytes given, and every container is read under [`ParseLimits`].
+//!
+//! With [`Ocr`] (given to [`parse_with_ocr`]), scanned PDF pages and images (PNG, JPEG, TIFF,
+//! WebP) are read by Tesseract, run as a separate program; that is the one exception to "no
+//! I/O", and it runs under the OCR settings' page and time bounds.
 
 mod archive;
 mod blocks;
@@ -16,11 +20,13 @@ mod epub;
 pub mod fixtures;
 mod html;
 mod msg;
+mod ocr;
 mod ole;
 mod opendocument;
 mod pdf;
 mod ppt;
 mod pptx;
+mod raster;
 mod rtf;
 mod rtf_compressed;
 mod spreadsheet;
@@ -34,11 +40,19 @@ mod xml;
 pub use blocks::Block;
 pub use detect::{Format, SNIFF_BYTES, detect_format, guess_content_type};
 pub use encoding::{Decoded, decode_text};
+pub use ocr::{Ocr, OcrSettings, Probed, probe};
+pub use raster::ImageKind;
 pub use text::{Extracted, markdown, plain_text};
 
 /// Formats that can be parsed, for error messages.
 pub const SUPPORTED_FORMATS: &str = "PDF, plain text, Markdown, HTML, CSV/TSV, DOCX, PPTX, XLSX, \
-     DOC, PPT, XLS (Office 97-2003), ODT, ODP, ODS, EPUB, RTF and e-mail (.eml, Outlook .msg)";
+     DOC, PPT, XLS (Office 97-2003), ODT, ODP, ODS, EPUB, RTF, e-mail (.eml, Outlook .msg), and \
+     with OCR PNG, JPEG, TIFF and WebP images";
+
+/// How to turn OCR on, for the reasons of documents that need it.
+pub const OCR_HOWTO: &str = "OCR would read it: install Tesseract (scripts/ocr-deps, or \
+     apt-get install tesseract-ocr tesseract-ocr-eng) and set ocr.enabled = auto or true \
+     (QUIRE_OCR_ENABLED)";
 
 /// Bounds on what one document may make the parser do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,9 +134,15 @@ pub enum ParseError {
     /// A PDF whose pages are images without a text layer.
     #[error(
         "no extractable text; the file appears to be scanned (its pages are images without a \
-         text layer, and OCR is not enabled)"
+         text layer, and OCR is not enabled); {OCR_HOWTO}"
     )]
     Scanned,
+    /// An image document, and OCR is off.
+    #[error("the {0} has no text layer and OCR is not enabled; {OCR_HOWTO}")]
+    NeedsOcr(String),
+    /// OCR could not read a page (the program failed, or an image could not be decoded).
+    #[error("{0}")]
+    Ocr(String),
 }
 
 /// A parsed document.
@@ -136,14 +156,26 @@ pub struct ParsedDocument {
     pub page_count: u32,
 }
 
-/// Detects the format of `bytes` and extracts its text.
+/// Detects the format of `bytes` and extracts its text, without OCR.
 pub fn parse(
     bytes: &[u8],
     name: &str,
     declared_type: &str,
     limits: &ParseLimits,
 ) -> Result<ParsedDocument, ParseError> {
-    parse_at_depth(bytes, name, declared_type, limits, 0)
+    parse_at_depth(bytes, name, declared_type, limits, None, 0)
+}
+
+/// Detects the format of `bytes` and extracts its text, reading scanned pages and images with
+/// `ocr` when given.
+pub fn parse_with_ocr(
+    bytes: &[u8],
+    name: &str,
+    declared_type: &str,
+    limits: &ParseLimits,
+    ocr: Option<&Ocr>,
+) -> Result<ParsedDocument, ParseError> {
+    parse_at_depth(bytes, name, declared_type, limits, ocr, 0)
 }
 
 pub(crate) fn parse_at_depth(
@@ -151,6 +183,7 @@ pub(crate) fn parse_at_depth(
     name: &str,
     declared_type: &str,
     limits: &ParseLimits,
+    ocr: Option<&Ocr>,
     depth: u32,
 ) -> Result<ParsedDocument, ParseError> {
     let format = detect_format(bytes, name, declared_type);
@@ -166,13 +199,14 @@ pub(crate) fn parse_at_depth(
         Format::Odt => opendocument::parse(bytes, false, limits)?,
         Format::Odp => opendocument::parse(bytes, true, limits)?,
         Format::Epub => epub::parse(bytes, limits)?,
-        Format::Email => email::parse(bytes, limits, depth)?,
+        Format::Email => email::parse(bytes, limits, ocr, depth)?,
         Format::Rtf => rtf::parse(bytes)?,
-        Format::Msg => msg::parse(bytes, limits, depth)?,
+        Format::Msg => msg::parse(bytes, limits, ocr, depth)?,
         Format::Doc => doc::parse(bytes, limits)?,
         Format::Ppt => ppt::parse(bytes, limits)?,
         Format::EncryptedOffice => return Err(ParseError::Encrypted(format.describe().to_owned())),
-        Format::Pdf => pdf::parse(bytes, limits)?,
+        Format::Pdf => pdf::parse(bytes, limits, ocr)?,
+        Format::Image(kind) => raster::parse(bytes, *kind, limits, ocr)?,
         Format::Unsupported(kind) => return Err(ParseError::Unsupported(kind.clone())),
     };
     limits.check_pages(
@@ -210,10 +244,10 @@ mod tests {
 
     #[test]
     fn unsupported_formats_name_themselves() {
-        let err = parse(b"\x89PNG\r\n\x1a\n", "a.png", "", &ParseLimits::default()).unwrap_err();
+        let err = parse(b"GIF89a", "a.gif", "", &ParseLimits::default()).unwrap_err();
         assert!(
             err.to_string()
-                .starts_with("unsupported format: PNG image is not supported"),
+                .starts_with("unsupported format: GIF image is not supported"),
             "{err}"
         );
     }

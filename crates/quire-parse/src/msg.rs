@@ -10,8 +10,10 @@
 //! recipients and attachments are storages of the same layout.
 
 use crate::blocks::BlockBuilder;
-use crate::email::append_all;
+use crate::email::{LITTLE_TEXT, append_all};
+use crate::ocr::Ocr;
 use crate::ole::{Ole, cp1252, u16_at, u32_at, utf16le};
+use crate::raster::ImageKind;
 use crate::rtf::code_page;
 use crate::{Extracted, ParseError, ParseLimits, decode_text, html, parse_at_depth, plain_text};
 
@@ -50,11 +52,12 @@ const MAX_CHILDREN: usize = 10_000;
 pub(crate) fn parse(
     bytes: &[u8],
     limits: &ParseLimits,
+    ocr: Option<&Ocr>,
     depth: u32,
 ) -> Result<Extracted, ParseError> {
     let mut ole = Ole::open(bytes, WHAT, limits)?;
     let mut out = BlockBuilder::new();
-    render(&mut ole, "", 32, &mut out, limits, depth)?;
+    render(&mut ole, "", 32, &mut out, limits, ocr, depth)?;
     Ok(out.into())
 }
 
@@ -66,6 +69,7 @@ fn render(
     header: usize,
     out: &mut BlockBuilder,
     limits: &ParseLimits,
+    ocr: Option<&Ocr>,
     depth: u32,
 ) -> Result<(), ParseError> {
     let props = Props::read(ole, base, header)?;
@@ -112,10 +116,15 @@ fn render(
     } else {
         plain_text("")
     };
+    let body_chars = body
+        .blocks
+        .iter()
+        .map(|b| b.text.chars().filter(|c| !c.is_whitespace()).count())
+        .sum();
     for block in body.blocks {
         out.push_block(&block.text);
     }
-    attachments(ole, base, out, limits, depth)
+    attachments(ole, base, out, limits, ocr, body_chars, depth)
 }
 
 /// `Name <address>`, or whichever of the two there is.
@@ -175,12 +184,15 @@ fn html_body(
     string(ole, base, tag::HTML, codepage)
 }
 
-/// Every attachment of the message at `base`, parsed like an e-mail attachment.
+/// Every attachment of the message at `base`, parsed like an e-mail attachment: pictures are
+/// OCRed only when the body (`body_chars` visible characters) says little itself.
 fn attachments(
     ole: &mut Ole<'_>,
     base: &str,
     out: &mut BlockBuilder,
     limits: &ParseLimits,
+    ocr: Option<&Ocr>,
+    body_chars: usize,
     depth: u32,
 ) -> Result<(), ParseError> {
     for name in children(ole, base, "__attach_version1.0_#")? {
@@ -198,7 +210,7 @@ fn attachments(
         let embedded = format!("{path}/__substg1.0_{:04X}000D", tag::ATTACH_DATA);
         if ole.exists(&embedded) && !ole.exists(&stream(&path, tag::ATTACH_DATA, 0x0102)) {
             let mut nested = BlockBuilder::new();
-            render(ole, &embedded, 24, &mut nested, limits, depth + 1)?;
+            render(ole, &embedded, 24, &mut nested, limits, ocr, depth + 1)?;
             append_all(out, nested.finish().0, first_page, &section);
             continue;
         }
@@ -208,7 +220,9 @@ fn attachments(
         let declared = string(ole, &path, tag::ATTACH_MIME_TAG, None)?.unwrap_or_default();
         // As with e-mail, an attachment that cannot be read (a picture, an unknown format) is
         // left out rather than failing the message.
-        if let Ok(parsed) = parse_at_depth(&data, &file_name, &declared, limits, depth + 1) {
+        let is_picture = ImageKind::sniff(&data).is_some();
+        let ocr = ocr.filter(|_| !is_picture || body_chars < LITTLE_TEXT);
+        if let Ok(parsed) = parse_at_depth(&data, &file_name, &declared, limits, ocr, depth + 1) {
             append_all(out, parsed.blocks, first_page, &section);
         }
     }
@@ -375,7 +389,7 @@ mod tests {
             ),
         ]);
         assert_eq!(crate::detect_format(&file, "mail", ""), crate::Format::Msg);
-        let parsed = parse(&file, &ParseLimits::default(), 0).unwrap();
+        let parsed = parse(&file, &ParseLimits::default(), None, 0).unwrap();
         let shape = shape(&parsed.blocks);
         assert_eq!(
             shape[0].2,
@@ -396,7 +410,7 @@ mod tests {
                 b"<html><body><p>Meeting at <b>noon</b>.</p></body></html>",
             ),
         ]);
-        let parsed = parse(&file, &ParseLimits::default(), 0).unwrap();
+        let parsed = parse(&file, &ParseLimits::default(), None, 0).unwrap();
         let texts: Vec<_> = parsed.blocks.iter().map(|b| b.text.as_str()).collect();
         assert_eq!(texts, vec!["Subject: Hello", "Meeting at noon."]);
     }
@@ -411,7 +425,7 @@ mod tests {
         stream.extend(0u32.to_le_bytes());
         stream.extend(rtf);
         let file = compound(&[("/__substg1.0_10090102", &stream)]);
-        let parsed = parse(&file, &ParseLimits::default(), 0).unwrap();
+        let parsed = parse(&file, &ParseLimits::default(), None, 0).unwrap();
         assert_eq!(
             shape(&parsed.blocks),
             vec![(1, "", "Valve held at 12 bar.")]
@@ -432,13 +446,13 @@ mod tests {
                 &inner,
             ),
         ]);
-        let all = parse(&file, &ParseLimits::default(), 0).unwrap();
+        let all = parse(&file, &ParseLimits::default(), None, 0).unwrap();
         assert_eq!(all.blocks.len(), 2);
         assert_eq!(all.blocks[1].section, "Attachment: inner.msg");
         let limits = ParseLimits {
             max_attachment_depth: 0,
             ..ParseLimits::default()
         };
-        assert_eq!(parse(&file, &limits, 0).unwrap().blocks.len(), 1);
+        assert_eq!(parse(&file, &limits, None, 0).unwrap().blocks.len(), 1);
     }
 }

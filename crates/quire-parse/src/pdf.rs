@@ -15,6 +15,7 @@ use pdf_oxide::PdfDocument;
 use pdf_oxide::outline::{Destination, OutlineItem};
 
 use crate::blocks::BlockBuilder;
+use crate::ocr::Ocr;
 use crate::{Extracted, ParseError, ParseLimits};
 
 const WHAT: &str = "PDF document";
@@ -24,8 +25,13 @@ const WHAT: &str = "PDF document";
 /// image-only scan usually carries as text.
 const MIN_CHARS_PER_PAGE: usize = 16;
 
-/// Extracts the text of a PDF page by page.
-pub(crate) fn parse(bytes: &[u8], limits: &ParseLimits) -> Result<Extracted, ParseError> {
+/// Extracts the text of a PDF page by page. With `ocr`, pages without a text layer that carry
+/// images are read by OCR instead (their page numbers kept; pages with text keep their text).
+pub(crate) fn parse(
+    bytes: &[u8],
+    limits: &ParseLimits,
+    ocr: Option<&Ocr>,
+) -> Result<Extracted, ParseError> {
     if is_truncated(bytes) {
         return Err(malformed(
             "the file is truncated (it does not end with the %%EOF marker)",
@@ -41,48 +47,115 @@ pub(crate) fn parse(bytes: &[u8], limits: &ParseLimits) -> Result<Extracted, Par
         return Err(malformed("it has no pages"));
     }
     limits.check_pages("the PDF document", pages, "pages")?;
-    let bookmarks = bookmarks(&doc);
 
-    let mut out = BlockBuilder::new();
-    let mut visible = 0usize;
-    let mut unreadable = 0usize;
-    let mut sparse_pages = Vec::new();
-    for index in 0..pages {
-        out.force_page(index as u32 + 1);
-        let Ok(text) = doc.extract_text(index) else {
-            unreadable += 1;
-            continue;
-        };
-        let on_page = text.chars().filter(|c| !c.is_whitespace()).count();
-        visible += on_page;
-        if on_page < MIN_CHARS_PER_PAGE {
-            sparse_pages.push(index);
-        }
-        let marks: Vec<&Bookmark> = bookmarks.iter().filter(|b| b.page == index).collect();
-        push_page(&mut out, &text, &marks);
-    }
+    // First the text layer of every page (cheap), so the pages that need OCR are known, and
+    // counted against ocr.max_pages, before the first one is read.
+    let texts: Vec<Option<String>> = (0..pages).map(|i| doc.extract_text(i).ok()).collect();
+    let unreadable = texts.iter().filter(|t| t.is_none()).count();
     if unreadable == pages {
         return Err(malformed("no page could be read"));
     }
-    if visible < MIN_CHARS_PER_PAGE * (pages - unreadable) {
-        // Little text: scanned when the nearly empty pages carry images, otherwise simply a
-        // short (or empty) document.
-        let has_images = |page: &usize| {
-            doc.page_image_handles(*page)
-                .is_ok_and(|images| !images.is_empty())
-        };
-        if sparse_pages.iter().any(has_images) {
-            return Err(ParseError::Scanned);
+    let visible_on = |text: &str| text.chars().filter(|c| !c.is_whitespace()).count();
+    let visible: usize = texts.iter().flatten().map(|t| visible_on(t)).sum();
+    let has_images = |page: usize| {
+        doc.page_image_handles(page)
+            .is_ok_and(|images| !images.is_empty())
+    };
+    let sparse_pages: Vec<usize> = (0..pages)
+        .filter(|&i| {
+            texts[i]
+                .as_deref()
+                .is_some_and(|t| visible_on(t) < MIN_CHARS_PER_PAGE)
+        })
+        .collect();
+    let scanned: Vec<usize> = sparse_pages
+        .iter()
+        .copied()
+        .filter(|&i| has_images(i))
+        .collect();
+    let to_ocr = match ocr {
+        Some(ocr) => {
+            ocr.check_pages("the PDF document", scanned.len())?;
+            scanned
         }
-        if visible == 0 {
-            return Err(ParseError::Empty);
+        None => {
+            if visible < MIN_CHARS_PER_PAGE * (pages - unreadable) && !scanned.is_empty() {
+                // Little text, and nearly empty pages that carry images: a scan.
+                return Err(ParseError::Scanned);
+            }
+            Vec::new()
         }
+    };
+    let bookmarks = bookmarks(&doc);
+
+    let mut out = BlockBuilder::new();
+    let mut read = visible;
+    for (index, text) in texts.iter().enumerate() {
+        out.force_page(index as u32 + 1);
+        let marks: Vec<&Bookmark> = bookmarks.iter().filter(|b| b.page == index).collect();
+        if let (Some(ocr), true) = (ocr, to_ocr.contains(&index)) {
+            let recognized = ocr_page(&doc, index, ocr)?;
+            read += visible_on(&recognized);
+            for mark in &marks {
+                out.heading(mark.level, &mark.title);
+            }
+            crate::raster::push_text(&mut out, &recognized);
+        } else if let Some(text) = text {
+            push_page(&mut out, text, &marks);
+        }
+    }
+    if read == 0 {
+        return Err(ParseError::Empty);
     }
     let (blocks, _) = out.finish();
     Ok(Extracted {
         blocks,
         page_count: pages as u32,
     })
+}
+
+/// Images smaller than this on either side are marks, logos or rules, not a page's scan.
+const MIN_SCAN_SIDE: u32 = 64;
+
+/// OCRs the images of page `index` (0-based) in paint order: a scanner puts one image on a
+/// page, some put the page in strips. Each image's size is checked before it is decoded, and
+/// its resolution comes from the size it is drawn at.
+fn ocr_page(doc: &PdfDocument, index: usize, ocr: &Ocr) -> Result<String, ParseError> {
+    let page = index as u32 + 1;
+    let what = format!("image on page {page} of the PDF document");
+    let handles = doc.page_image_handles(index).map_err(|e| {
+        malformed(&format!(
+            "the images of page {page} could not be read ({e})"
+        ))
+    })?;
+    let mut text = String::new();
+    let mut pixels = 0u64;
+    for handle in handles
+        .iter()
+        .filter(|h| h.width >= MIN_SCAN_SIDE && h.height >= MIN_SCAN_SIDE)
+    {
+        crate::raster::check_size(&what, handle.width, handle.height)?;
+        pixels += u64::from(handle.width) * u64::from(handle.height);
+        if pixels > 2 * crate::raster::MAX_PIXELS {
+            return Err(ParseError::LimitExceeded(format!(
+                "the images on page {page} of the PDF document hold more than {} megapixels, \
+                 over the limit for OCR",
+                2 * crate::raster::MAX_PIXELS / 1_000_000
+            )));
+        }
+        let decoded = handle
+            .decode()
+            .and_then(|image| image.to_dynamic_image())
+            .map_err(|e| {
+                ParseError::Ocr(format!("the {what} could not be decoded for OCR ({e})"))
+            })?;
+        let gray = crate::raster::to_gray(decoded);
+        let drawn_inches = handle.bbox.width.abs() / 72.0;
+        let dpi = (drawn_inches > 0.1).then(|| gray.width() as f32 / drawn_inches);
+        text.push_str(&ocr.recognize(&gray, dpi, page)?);
+        text.push('\n');
+    }
+    Ok(text)
 }
 
 /// The bytes to read: the file itself, or a decrypted copy when it is encrypted and opens with
@@ -212,6 +285,10 @@ mod tests {
     use super::*;
     use crate::fixtures::{encrypted_pdf, image_only_pdf, pdf};
 
+    fn parse_none(bytes: &[u8], limits: &ParseLimits) -> Result<Extracted, ParseError> {
+        parse(bytes, limits, None)
+    }
+
     fn shape(doc: &Extracted) -> Vec<(u32, &str)> {
         doc.blocks
             .iter()
@@ -232,7 +309,7 @@ mod tests {
             ),
             ("Notes on the seal kit and where to order it from.", None),
         ]);
-        let doc = parse(&bytes, &ParseLimits::default()).unwrap();
+        let doc = parse_none(&bytes, &ParseLimits::default()).unwrap();
         assert_eq!(doc.page_count, 3);
         assert_eq!(
             shape(&doc),
@@ -247,20 +324,20 @@ mod tests {
         let plain = pdf(&[("The valve must be closed before the pump starts.", None)]);
         let open = encrypted_pdf(&plain, "");
         assert!(find(&open, b"/Encrypt").is_some());
-        let doc = parse(&open, &ParseLimits::default()).unwrap();
+        let doc = parse_none(&open, &ParseLimits::default()).unwrap();
         assert!(
             doc.blocks[0].text.contains("valve must be closed"),
             "{doc:?}"
         );
 
         let locked = encrypted_pdf(&plain, "secret");
-        let err = parse(&locked, &ParseLimits::default()).unwrap_err();
+        let err = parse_none(&locked, &ParseLimits::default()).unwrap_err();
         assert_eq!(err, ParseError::Encrypted(WHAT.into()));
     }
 
     #[test]
     fn image_only_pdfs_are_reported_as_scanned() {
-        let err = parse(&image_only_pdf(2), &ParseLimits::default()).unwrap_err();
+        let err = parse_none(&image_only_pdf(2), &ParseLimits::default()).unwrap_err();
         assert_eq!(err, ParseError::Scanned);
         assert!(
             err.to_string()
@@ -270,9 +347,9 @@ mod tests {
 
     #[test]
     fn short_text_without_images_is_not_mistaken_for_a_scan() {
-        let doc = parse(&pdf(&[("Secret!", None)]), &ParseLimits::default()).unwrap();
+        let doc = parse_none(&pdf(&[("Secret!", None)]), &ParseLimits::default()).unwrap();
         assert_eq!(doc.blocks[0].text, "Secret!");
-        let blank = parse(&pdf(&[("", None), ("", None)]), &ParseLimits::default());
+        let blank = parse_none(&pdf(&[("", None), ("", None)]), &ParseLimits::default());
         assert_eq!(blank.unwrap_err(), ParseError::Empty);
     }
 
@@ -280,7 +357,7 @@ mod tests {
     fn truncated_pdfs_fail_with_a_reason() {
         let bytes = pdf(&[("Some text on the only page of this document.", None)]);
         for cut in [40, bytes.len() / 2] {
-            let err = parse(&bytes[..cut], &ParseLimits::default()).unwrap_err();
+            let err = parse_none(&bytes[..cut], &ParseLimits::default()).unwrap_err();
             assert!(
                 matches!(err, ParseError::Malformed { .. }),
                 "{cut}: {err:?}"
@@ -298,7 +375,7 @@ mod tests {
             max_pages: 1,
             ..ParseLimits::default()
         };
-        let err = parse(&bytes, &limits).unwrap_err();
+        let err = parse_none(&bytes, &limits).unwrap_err();
         assert_eq!(
             err.to_string(),
             "the PDF document has 2 pages, more than the limit of 1"

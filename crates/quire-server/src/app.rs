@@ -94,6 +94,12 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
     } else {
         tracing::warn!("{semantic_note}");
     }
+    let (ocr, ocr_note) = config.ocr.resolve()?;
+    if ocr.is_some() {
+        tracing::info!("{ocr_note}");
+    } else {
+        tracing::warn!("{ocr_note}");
+    }
     let dyn_store = Arc::clone(&store);
     let ingest = Arc::new(
         Ingest::new(
@@ -117,6 +123,7 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
             },
         )
         .with_semantic(semantic)
+        .with_ocr(ocr, ocr_note)
         .with_review(if config.pii.enabled {
             Some(quire_ingest::Review::new(config.pii.policy()?))
         } else {

@@ -12,7 +12,7 @@ use quire_core::{Permission, SystemClock};
 use tracing_subscriber::EnvFilter;
 
 use quire_eval::{
-    bench, bench_embed, bench_generate, bench_vectors, eval, eval_pii, eval_retrieval,
+    bench, bench_embed, bench_generate, bench_vectors, eval, eval_ocr, eval_pii, eval_retrieval,
 };
 use quire_server::{Config, Overrides, open_store};
 
@@ -200,6 +200,9 @@ enum EvalCommand {
     /// Personal-data detection: per-type precision/recall on a labelled set, how many ordinary
     /// documents each review policy would hold, and detector throughput.
     Pii(eval_pii::PiiEvalArgs),
+    /// OCR quality and speed: pages of PDFs with a text layer rendered (by pdftoppm), read
+    /// back by OCR and compared with the text layer by token F1.
+    Ocr(eval_ocr::OcrEvalArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -380,6 +383,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Eval {
             command: EvalCommand::Parse(args),
         } => eval::parse_dir(args),
+        Command::Eval {
+            command: EvalCommand::Ocr(args),
+        } => tokio::task::spawn_blocking(move || eval_ocr::ocr(args)).await?,
         Command::Eval {
             command: EvalCommand::Pii(args),
         } => tokio::task::spawn_blocking(move || eval_pii::pii(args)).await?,

@@ -1,6 +1,7 @@
 //! `GET /api/health/version`: unauthenticated, for monitoring. Besides the spec's `version` it
 //! says whether semantic search is on. The details (model, engine, chunk counts, why semantic
-//! search is off: text that can name internal hosts and paths) are for admin keys only.
+//! search is off: text that can name internal hosts and paths) are for admin keys only, and
+//! so is whether OCR is on (with the Tesseract version, or why it is off).
 
 use axum::Json;
 use axum::extract::State;
@@ -22,6 +23,33 @@ pub(super) struct VersionJson {
     version: &'static str,
     /// Whether search is hybrid or keyword only.
     semantic_search: SemanticSearchJson,
+    /// Whether scanned pages and images are read with OCR (admin keys only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ocr: Option<OcrJson>,
+}
+
+/// OCR: whether Tesseract reads scanned pages and images, with its settings or why it is off.
+#[derive(Debug, Default, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = Ocr)]
+pub(super) struct OcrJson {
+    /// Whether OCR is on.
+    enabled: bool,
+    /// Tesseract languages in use (when enabled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    languages: Option<Vec<String>>,
+    /// Pages read by OCR at most per document (when enabled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_pages: Option<u32>,
+    /// Resolution pages are rendered at for OCR (when enabled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dpi: Option<u32>,
+    /// The Tesseract found, with its version (when enabled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
+    /// Why OCR is off and how to turn it on (when disabled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
 }
 
 /// Semantic search: only `enabled` without an admin key; the other fields are for admins.
@@ -82,8 +110,24 @@ pub(super) async fn version(
             ..Default::default()
         },
     };
+    let ocr = admin.then(|| match state.ingest.ocr() {
+        Some(ocr) => OcrJson {
+            enabled: true,
+            languages: Some(ocr.languages.clone()),
+            max_pages: Some(ocr.max_pages),
+            dpi: Some(ocr.dpi),
+            note: Some(state.ingest.ocr_note().to_string()),
+            reason: None,
+        },
+        None => OcrJson {
+            enabled: false,
+            reason: Some(state.ingest.ocr_note().to_string()),
+            ..Default::default()
+        },
+    });
     Json(VersionJson {
         version: env!("CARGO_PKG_VERSION"),
         semantic_search: semantic,
+        ocr,
     })
 }

@@ -14,6 +14,7 @@ mod limits;
 mod llm;
 mod log;
 mod metrics;
+mod ocr;
 mod parsing;
 mod pii;
 mod search;
@@ -34,6 +35,7 @@ pub use self::limits::LimitsConfig;
 pub use self::llm::LlmConfig;
 pub use self::log::LogConfig;
 pub use self::metrics::MetricsConfig;
+pub use self::ocr::{OcrConfig, OcrMode};
 pub use self::parsing::ParsingConfig;
 pub use self::pii::PiiConfig;
 pub use self::search::SearchConfig;
@@ -57,6 +59,8 @@ pub struct Config {
     pub chunking: ChunkingParams,
     /// Bounds on parsing one document.
     pub parsing: ParsingConfig,
+    /// Reading scanned pages and images (Tesseract).
+    pub ocr: OcrConfig,
     /// Background processing.
     pub workers: WorkersConfig,
     /// The embedding model for semantic search.
@@ -86,6 +90,7 @@ impl Default for Config {
             limits: LimitsConfig::default(),
             chunking: ChunkingParams::default(),
             parsing: ParsingConfig::default(),
+            ocr: OcrConfig::default(),
             workers: WorkersConfig::default(),
             embedding: EmbeddingConfig::default(),
             search: SearchConfig::default(),
@@ -192,6 +197,7 @@ impl Config {
             bail!("chunking.overlap_tokens must be smaller than chunking.target_tokens");
         }
         self.log.validate()?;
+        self.ocr.validate()?;
         self.embedding.validate()?;
         self.search.validate()?;
         self.llm.validate()?;
@@ -254,6 +260,16 @@ const OPTIONAL_SETTINGS: &[(&str, &str, &str)] = &[
         "parsing",
         "worker_program",
         "\"/usr/lib/quire/quire\"  # unset: the running quire binary",
+    ),
+    (
+        "ocr",
+        "program",
+        "\"/usr/bin/tesseract\"  # unset: tesseract on the PATH",
+    ),
+    (
+        "ocr",
+        "tessdata_dir",
+        "\"/usr/share/tesseract-ocr/5/tessdata\"  # unset: the program's own",
     ),
     (
         "embedding",

@@ -112,7 +112,21 @@ pub fn test_config(data_dir: &Path) -> Config {
     config.embedding.use_cached_model = false;
     // Here the running program is the test harness: parse in the real binary's workers.
     config.parsing.worker_program = Some(PathBuf::from(env!("CARGO_BIN_EXE_quire")));
+    // Whether Tesseract happens to be installed must not change the results either: the OCR
+    // tests turn it on with the program scripts/test names (`ocr_config`).
+    config.ocr.enabled = quire::config::OcrMode::Off;
     config
+}
+
+/// OCR on, with the `tesseract` named by `QUIRE_TEST_TESSERACT` (scripts/test sets it from
+/// scripts/ocr-deps); unset, the test fails rather than passing without reading anything.
+pub fn ocr_config(config: &mut Config) {
+    let program = std::env::var("QUIRE_TEST_TESSERACT")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .expect("QUIRE_TEST_TESSERACT must name the tesseract program (run scripts/ocr-deps)");
+    config.ocr.enabled = quire::config::OcrMode::On;
+    config.ocr.program = Some(PathBuf::from(program));
 }
 
 impl TestServer {

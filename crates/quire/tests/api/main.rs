@@ -17,6 +17,7 @@ mod isolation;
 mod mcp;
 mod metrics;
 mod model_fetch;
+mod ocr;
 mod openapi;
 mod pdf;
 mod progress;
