@@ -14,7 +14,6 @@ use quire_core::{
     DocumentId, NewSource, SearchLimit, SearchQuery, SourceDescription, SourceId, SourceName,
     SourceRecord, SourceScope, SourceType, SystemClock,
 };
-use quire_ingest::Upload;
 use quire_store::Created;
 
 use crate::progress::Progress;
@@ -135,6 +134,51 @@ pub(crate) async fn ingest_markdown(
     name: &str,
     documents: impl Iterator<Item = (String, String)>,
 ) -> anyhow::Result<(SourceRecord, Vec<DocumentId>)> {
+    let documents: Vec<(String, String)> = documents.collect();
+    let total = documents.len();
+    ingest_files(
+        state,
+        name,
+        total,
+        documents.into_iter().map(|(file_name, text)| {
+            Ok(Upload::bytes(
+                file_name,
+                Some("text/markdown"),
+                text.into_bytes(),
+            ))
+        }),
+    )
+    .await
+}
+
+/// What [`ingest_files`] stages: a file's name, its content type (`None`: guessed from the
+/// name, as for an upload without one) and its bytes.
+pub(crate) struct Upload {
+    name: String,
+    content_type: Option<String>,
+    bytes: Vec<u8>,
+}
+
+impl Upload {
+    pub(crate) fn bytes(name: String, content_type: Option<&str>, bytes: Vec<u8>) -> Self {
+        Self {
+            name,
+            content_type: content_type.map(str::to_owned),
+            bytes,
+        }
+    }
+}
+
+/// Creates a source named `name` and ingests `total` files into it through the real pipeline
+/// (staging, acceptance, the parse worker, chunking, embedding, store, indexes), until no job
+/// is left. The files are read one at a time, so a directory of large PDFs is never all in
+/// memory. Returns the source and the documents' ids in input order.
+pub(crate) async fn ingest_files(
+    state: &Services,
+    name: &str,
+    total: usize,
+    files: impl Iterator<Item = anyhow::Result<Upload>>,
+) -> anyhow::Result<(SourceRecord, Vec<DocumentId>)> {
     let source = state
         .store
         .create_source(NewSource {
@@ -145,16 +189,16 @@ pub(crate) async fn ingest_markdown(
             created_at: quire_core::Clock::now(&SystemClock),
         })
         .await?;
-    let documents: Vec<(String, String)> = documents.collect();
-    let total = u64::try_from(documents.len()).unwrap_or(u64::MAX);
+    let total = u64::try_from(total).unwrap_or(u64::MAX);
     let mut stored = Progress::new("storing documents", total);
     let mut ids = Vec::new();
-    for (file_name, text) in documents {
+    for file in files {
+        let file = file?;
         let mut staged = state.ingest.stage().await?;
-        staged.write(text.as_bytes()).await?;
-        let upload = Upload {
-            name: file_name,
-            content_type: Some("text/markdown".into()),
+        staged.write(&file.bytes).await?;
+        let upload = quire_ingest::Upload {
+            name: file.name,
+            content_type: file.content_type,
             staged: staged.finish().await?,
         };
         let document = match state

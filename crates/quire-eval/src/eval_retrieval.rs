@@ -26,7 +26,8 @@ use quire_search::{
 use crate::bench::{ingest_markdown, ms, percentile, read_jsonl, scratch_app};
 use crate::progress::Progress;
 use crate::retrieval_metrics::{Judgements, ndcg_at, recall_at, reciprocal_rank_at};
-use quire_server::Config;
+use quire_server::{App, Config};
+use tempfile::TempDir;
 
 /// Chunk hits fetched per query; enough for 100 distinct documents on corpora of short
 /// documents (SciFact abstracts are one or two chunks).
@@ -144,37 +145,10 @@ pub async fn retrieval(base: &Config, args: RetrievalEvalArgs) -> anyhow::Result
         config.search.fusion = method.clone();
     }
     config.search.candidates = config.search.candidates.max(CHUNK_HITS);
-    if args.mode == Mode::Keyword {
-        config.embedding.model_dir = None;
-        config.embedding.base_url = None;
-        config.embedding.use_cached_model = false;
-    } else if let Some(dir) = &args.model_dir {
-        config.embedding.model_dir = Some(dir.clone());
-        config.embedding.base_url = None;
-    }
-
-    let (_scratch, app, config) = match &args.data_dir {
-        Some(dir) => {
-            let mut config = config.clone();
-            config.data_dir = dir.clone();
-            config.workers.count = 0;
-            let app = quire_server::build(&config, Arc::new(SystemClock)).await?;
-            (None, app, config)
-        }
-        None => {
-            let (scratch, app, config) = scratch_app(&config).await?;
-            (Some(scratch), app, config)
-        }
-    };
+    use_model(&mut config, args.mode, args.model_dir.as_ref());
+    let (_scratch, app, config) = eval_app(&config, args.data_dir.as_ref()).await?;
     let state = app.services().clone();
-    if args.mode != Mode::Keyword && state.ingest.semantic().is_none() {
-        bail!(
-            "--mode {:?} needs an embedding model ({}): pass --model-dir DIR or set \
-             QUIRE_EMBEDDING_MODEL_DIR (`quire model fetch` or scripts/fetch-model put one in a cache)",
-            args.mode,
-            state.semantic_note
-        );
-    }
+    needs_model(&state, args.mode)?;
     let corpus_id_of = match ingested_before(&state).await? {
         Some((total, names)) if total == corpus.len() => {
             println!(
@@ -206,16 +180,7 @@ pub async fn retrieval(base: &Config, args: RetrievalEvalArgs) -> anyhow::Result
             semantic.embedder().engine()
         );
     }
-    let modes: Vec<(&str, Retrieval)> = match args.mode {
-        Mode::Keyword => vec![("keyword", Retrieval::Keyword)],
-        Mode::Vector => vec![("vector", Retrieval::Vector)],
-        Mode::Hybrid => vec![("hybrid", Retrieval::Hybrid)],
-        Mode::All => vec![
-            ("keyword", Retrieval::Keyword),
-            ("vector", Retrieval::Vector),
-            ("hybrid", Retrieval::Hybrid),
-        ],
-    };
+    let modes = retrievals(args.mode);
     let scope = SourceScope::All;
     let to_documents = |ids: &mut dyn Iterator<Item = &str>| -> Vec<String> {
         let mut seen = HashSet::new();
@@ -321,9 +286,83 @@ pub(crate) fn corpus_documents(corpus: &[serde_json::Value]) -> Vec<(String, Str
         .collect()
 }
 
+/// Points the configuration at the embedding model `mode` needs: none for keyword runs (so
+/// they never load or download one), `model_dir` when given.
+pub(crate) fn use_model(config: &mut Config, mode: Mode, model_dir: Option<&PathBuf>) {
+    if mode == Mode::Keyword {
+        config.embedding.model_dir = None;
+        config.embedding.base_url = None;
+        config.embedding.use_cached_model = false;
+    } else if let Some(dir) = model_dir {
+        config.embedding.model_dir = Some(dir.clone());
+        config.embedding.base_url = None;
+    }
+}
+
+/// The application an eval runs on: on `data_dir` when given (kept for later runs), on a
+/// temporary directory otherwise (kept alive by the returned guard); no background workers.
+pub(crate) async fn eval_app(
+    config: &Config,
+    data_dir: Option<&PathBuf>,
+) -> anyhow::Result<(Option<TempDir>, App, Config)> {
+    Ok(match data_dir {
+        Some(dir) => {
+            let mut config = config.clone();
+            config.data_dir = dir.clone();
+            config.workers.count = 0;
+            let app = quire_server::build(&config, Arc::new(SystemClock)).await?;
+            (None, app, config)
+        }
+        None => {
+            let (scratch, app, config) = scratch_app(config).await?;
+            (Some(scratch), app, config)
+        }
+    })
+}
+
+/// Fails with a hint when `mode` needs an embedding model and none was loaded.
+pub(crate) fn needs_model(state: &Services, mode: Mode) -> anyhow::Result<()> {
+    if mode != Mode::Keyword && state.ingest.semantic().is_none() {
+        bail!(
+            "--mode {mode:?} needs an embedding model ({}): pass --model-dir DIR or set \
+             QUIRE_EMBEDDING_MODEL_DIR (`quire model fetch` or scripts/fetch-model put one in a cache)",
+            state.semantic_note
+        );
+    }
+    Ok(())
+}
+
+/// The retrievers `mode` asks for, with their labels.
+pub(crate) fn retrievals(mode: Mode) -> Vec<(&'static str, Retrieval)> {
+    match mode {
+        Mode::Keyword => vec![("keyword", Retrieval::Keyword)],
+        Mode::Vector => vec![("vector", Retrieval::Vector)],
+        Mode::Hybrid => vec![("hybrid", Retrieval::Hybrid)],
+        Mode::All => vec![
+            ("keyword", Retrieval::Keyword),
+            ("vector", Retrieval::Vector),
+            ("hybrid", Retrieval::Hybrid),
+        ],
+    }
+}
+
 /// The number of documents of an eval corpus ingested earlier into this data directory, and
 /// the corpus ids of its ready ones by document id; `None` when the directory holds none.
 pub(crate) async fn ingested_before(
+    state: &Services,
+) -> anyhow::Result<Option<(usize, HashMap<String, String>)>> {
+    Ok(ingested_names(state).await?.map(|(total, names)| {
+        let ids = names
+            .into_iter()
+            .map(|(id, name)| (id, corpus_id(&name).to_owned()))
+            .collect();
+        (total, ids)
+    }))
+}
+
+/// The number of documents ingested earlier into the eval source of this data directory, and
+/// the file names of its ready ones by document id; `None` when the directory holds none.
+pub(crate) async fn ingested_names(
     state: &Services,
 ) -> anyhow::Result<Option<(usize, HashMap<String, String>)>> {
     let sources = state.store.list_sources(&SourceScope::All).await?;
@@ -339,7 +378,7 @@ pub(crate) async fn ingested_before(
     let ready = documents
         .into_iter()
         .filter(|d| d.status == quire_core::DocumentStatus::Ready)
-        .map(|d| (d.id.to_string(), corpus_id(&d.name).to_owned()))
+        .map(|d| (d.id.to_string(), d.name))
         .collect();
     Ok(Some((total, ready)))
 }

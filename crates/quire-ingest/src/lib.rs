@@ -2,6 +2,7 @@
 //! chunks. The HTTP layer calls [`Ingest`]; the workers run in [`JobRunner`].
 
 mod chunker;
+mod context;
 mod isolation;
 mod originals;
 pub mod pii;
@@ -13,6 +14,7 @@ mod service;
 mod worker;
 
 pub use chunker::{ChunkingParams, chunk_blocks, estimate_tokens};
+pub use context::document_title;
 pub use isolation::{Isolation, WorkerCommand, WorkerError, run_parse_worker};
 pub use originals::{StageError, StagedFile, StagedUpload, Staging, StagingLimits};
 pub use pipeline::{OutputLimits, Processed, ProcessingError, process_file};

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use quire_core::embed::{Embedder, ModelError, Purpose};
-use quire_core::{ChunkDraft, DocumentId};
+use quire_core::{ChunkDraft, DocumentId, SourceScope};
 use quire_search::{VectorError, VectorIndex};
 use quire_store::Store;
 
@@ -101,12 +101,14 @@ impl Semantic {
         self.backfilled_documents.load(Ordering::Relaxed)
     }
 
-    /// The vectors of `chunks`, keyed by ordinal, embedded as [`embedding_text`] words them.
+    /// The vectors of `chunks` of the document titled `title` ([`crate::document_title`]),
+    /// keyed by ordinal, embedded as [`embedding_text`] words them.
     pub async fn embed_chunks(
         &self,
+        title: &str,
         chunks: &[ChunkDraft],
     ) -> Result<Vec<(u32, Vec<f32>)>, ModelError> {
-        let texts: Vec<String> = chunks.iter().map(embedding_text).collect();
+        let texts: Vec<String> = chunks.iter().map(|c| embedding_text(title, c)).collect();
         let vectors = self.embedder.embed(&texts, Purpose::Document).await?;
         metrics::counter!(crate::progress::CHUNKS_EMBEDDED)
             .increment(u64::try_from(vectors.len()).unwrap_or(u64::MAX));
@@ -166,8 +168,17 @@ impl Semantic {
                 if chunks.is_empty() {
                     continue;
                 }
+                // The title the ingestion embedded with, so backfilled vectors are the same.
+                let Some(named) = store
+                    .ready_documents(&SourceScope::All, &[document])
+                    .await?
+                    .pop()
+                else {
+                    continue;
+                };
+                let title = crate::document_title(&named.name);
                 let entries = self
-                    .embed_chunks(&chunks)
+                    .embed_chunks(&title, &chunks)
                     .await
                     .map_err(|e| IngestError::Embedding(e.to_string()))?;
                 let vectors = Arc::clone(&self.vectors);
@@ -186,13 +197,19 @@ impl Semantic {
     }
 }
 
-/// The text embedded for a chunk: its heading path, then its content. The heading (a paper's
-/// title, a manual's chapter) often names the topic that the passage itself only implies.
-pub fn embedding_text(chunk: &ChunkDraft) -> String {
-    if chunk.section.is_empty() {
+/// The text embedded for a chunk: its document's title, its heading path, then its content.
+/// The heading (a paper's title, a manual's chapter) often names the topic that the passage
+/// itself only implies, and the document's title names the company, product or year that a
+/// passage deep in a long report never repeats.
+pub fn embedding_text(title: &str, chunk: &ChunkDraft) -> String {
+    let context: Vec<&str> = [title, chunk.section.as_str()]
+        .into_iter()
+        .filter(|line| !line.is_empty())
+        .collect();
+    if context.is_empty() {
         chunk.content.clone()
     } else {
-        format!("{}\n\n{}", chunk.section, chunk.content)
+        format!("{}\n\n{}", context.join("\n"), chunk.content)
     }
 }
 
@@ -229,4 +246,31 @@ async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| IngestError::Task(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_text_leads_with_title_and_heading() {
+        let chunk = |section: &str| ChunkDraft {
+            ordinal: 0,
+            page: 60,
+            section: section.into(),
+            content: "Total current liabilities 2,213,556".into(),
+        };
+        assert_eq!(
+            embedding_text("ADOBE 2015 10K", &chunk("Balance sheets")),
+            "ADOBE 2015 10K\nBalance sheets\n\nTotal current liabilities 2,213,556"
+        );
+        assert_eq!(
+            embedding_text("", &chunk("Balance sheets")),
+            "Balance sheets\n\nTotal current liabilities 2,213,556"
+        );
+        assert_eq!(
+            embedding_text("", &chunk("")),
+            "Total current liabilities 2,213,556"
+        );
+    }
 }

@@ -597,6 +597,7 @@ impl Ingest {
             return Ok(());
         };
         let (doc, source) = (job.document_id, job.source_id);
+        let title = crate::document_title(&job.document_name);
         if let Some(semantic) = &self.semantic {
             let total = processed.chunks.len();
             progress
@@ -605,7 +606,7 @@ impl Ingest {
             // A batch at a time, so the document's progress can say how far embedding is.
             let mut vectors = Vec::with_capacity(total);
             for batch in processed.chunks.chunks(EMBED_BATCH) {
-                match semantic.embed_chunks(batch).await {
+                match semantic.embed_chunks(&title, batch).await {
                     Ok(embedded) => vectors.extend(embedded),
                     Err(e) => {
                         tracing::error!(document = %doc, error = %e, "embedding failed");
@@ -632,6 +633,7 @@ impl Ingest {
             .chunks
             .iter()
             .map(|c| IndexedChunk {
+                title: title.clone(),
                 ordinal: c.ordinal,
                 page: c.page,
                 section: c.section.clone(),

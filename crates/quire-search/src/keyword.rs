@@ -41,6 +41,9 @@ pub enum SearchError {
 /// A chunk as handed to the index.
 #[derive(Debug, Clone)]
 pub struct IndexedChunk {
+    /// Its document's title, searched with the heading path (so a question naming the
+    /// company and year reaches every passage of that filing) but never returned.
+    pub title: String,
     /// Position in the document.
     pub ordinal: u32,
     /// Page number, from 1.
@@ -157,14 +160,22 @@ impl KeywordIndex {
         let mut writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         writer.delete_term(Term::from_field_text(f.document_id, &document.to_string()));
         for chunk in chunks {
-            writer.add_document(doc!(
+            let mut entry = doc!(
                 f.document_id => document.to_string(),
                 f.source_id => source.to_string(),
                 f.ordinal => u64::from(chunk.ordinal),
                 f.page => u64::from(chunk.page),
                 f.section => chunk.section.as_str(),
                 f.content => chunk.content.as_str(),
-            ))?;
+            );
+            // The title is a second value of the heading field: searched as headings are, at
+            // their weight, while a hit still shows the heading path (the first value) alone.
+            // Indexes written before titles keep working; their chunks gain titles when their
+            // documents are indexed again.
+            if !chunk.title.is_empty() {
+                entry.add_text(f.section, &chunk.title);
+            }
+            writer.add_document(entry)?;
         }
         self.commit(&mut writer)
     }
@@ -278,7 +289,13 @@ impl KeywordIndex {
             .unwrap_or_else(analyzer);
         let mut tokens = Vec::new();
         let mut stream = analyzer.token_stream(query);
-        stream.process(&mut |token| tokens.push(token.text.clone()));
+        stream.process(&mut |token| {
+            tokens.push(token.text.clone());
+            // Analysts write "FY2018" where filings write "fiscal 2018" or a column "2018".
+            if let Some(year) = fiscal_year(&token.text) {
+                tokens.push(year);
+            }
+        });
         if tokens.is_empty() {
             return None;
         }
@@ -331,12 +348,27 @@ impl KeywordIndex {
     }
 }
 
+/// The year a fiscal-year token names: `fy2018` → `2018`, `fy18` → `2018`; `None` for any
+/// other token.
+fn fiscal_year(token: &str) -> Option<String> {
+    let digits = token.strip_prefix("fy")?;
+    if !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    match digits.len() {
+        4 => Some(digits.to_owned()),
+        2 => Some(format!("20{digits}")),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn chunk(ordinal: u32, page: u32, section: &str, content: &str) -> IndexedChunk {
         IndexedChunk {
+            title: String::new(),
             ordinal,
             page,
             section: section.into(),
@@ -402,6 +434,76 @@ mod tests {
         let valve = index.search("valves", &SourceScope::All, 10).unwrap();
         assert_eq!(valve.len(), 1);
         assert_eq!((valve[0].page, valve[0].section.as_str()), (2, "Valves"));
+    }
+
+    #[test]
+    fn titles_are_searched_but_never_shown() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = KeywordIndex::open(dir.path()).unwrap();
+        let (adobe, other) = (DocumentId::new(), DocumentId::new());
+        let titled = |title: &str, section: &str| IndexedChunk {
+            title: title.into(),
+            ..chunk(
+                0,
+                7,
+                section,
+                "Net cash provided by operating activities 1,469,502",
+            )
+        };
+        let source = SourceId::new();
+        index
+            .replace_document(adobe, source, &[titled("ADOBE 2015 10K", "")])
+            .unwrap();
+        index
+            .replace_document(other, source, &[titled("", "Liquidity")])
+            .unwrap();
+        let hits = index
+            .search("Adobe operating cash", &SourceScope::All, 10)
+            .unwrap();
+        assert_eq!(hits.len(), 2);
+        // Same passage: the title decides.
+        assert_eq!(hits[0].document_id, adobe);
+        assert!(hits[0].score > hits[1].score);
+        assert_eq!((hits[0].section.as_str(), hits[0].page), ("", 7));
+        assert_eq!(hits[1].section, "Liquidity");
+        let by_title = index.search("adobe", &SourceScope::All, 10).unwrap();
+        assert_eq!(by_title.len(), 1);
+        assert!(!by_title[0].content.contains("ADOBE"));
+    }
+
+    #[test]
+    fn fiscal_years_match_the_years_filings_print() {
+        assert_eq!(fiscal_year("fy2018").as_deref(), Some("2018"));
+        assert_eq!(fiscal_year("fy18").as_deref(), Some("2018"));
+        assert_eq!(fiscal_year("fy"), None);
+        assert_eq!(fiscal_year("fy201"), None);
+        assert_eq!(fiscal_year("fyi"), None);
+        assert_eq!(fiscal_year("2018"), None);
+        let dir = tempfile::tempdir().unwrap();
+        let index = KeywordIndex::open(dir.path()).unwrap();
+        let (doc, source) = (DocumentId::new(), SourceId::new());
+        index
+            .replace_document(
+                doc,
+                source,
+                &[chunk(
+                    0,
+                    3,
+                    "",
+                    "Revenue for fiscal 2018 grew by nine percent.",
+                )],
+            )
+            .unwrap();
+        for query in ["FY2018 revenue growth", "FY18", "fy2018"] {
+            let hits = index.search(query, &SourceScope::All, 10).unwrap();
+            assert_eq!(hits.len(), 1, "{query}");
+        }
+        assert!(
+            index
+                .search("FY2019", &SourceScope::All, 10)
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]

@@ -12,7 +12,8 @@ use quire_core::{Permission, SystemClock};
 use tracing_subscriber::EnvFilter;
 
 use quire_eval::{
-    bench, bench_embed, bench_generate, bench_vectors, eval, eval_ocr, eval_pii, eval_retrieval,
+    bench, bench_embed, bench_generate, bench_vectors, eval, eval_ocr, eval_pages, eval_pii,
+    eval_retrieval,
 };
 use quire_server::{Config, Overrides, open_store};
 
@@ -197,6 +198,9 @@ enum EvalCommand {
     Parse(eval::ParseEvalArgs),
     /// Ingest a BEIR corpus, run its judged queries; report nDCG@10, Recall@100, MRR@10.
     Retrieval(eval_retrieval::RetrievalEvalArgs),
+    /// Ingest a directory of documents, ask page-labelled questions (own JSONL or
+    /// FinanceBench's); report page recall@1/5/10, document recall@10 and search latency.
+    Pages(eval_pages::PagesEvalArgs),
     /// Personal-data detection: per-type precision/recall on a labelled set, how many ordinary
     /// documents each review policy would hold, and detector throughput.
     Pii(eval_pii::PiiEvalArgs),
@@ -394,6 +398,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         } => {
             init_logging(&config, "warn");
             eval_retrieval::retrieval(&config, args).await
+        }
+        Command::Eval {
+            command: EvalCommand::Pages(args),
+        } => {
+            init_logging(&config, "warn");
+            eval_pages::pages(&config, args).await
         }
         Command::Bench {
             command: BenchCommand::Search(args),
