@@ -623,6 +623,7 @@ impl Ingest {
             return Ok(());
         }
         let chunk_count = processed.chunks.len();
+        progress.storing();
         let outcome = self
             .store
             .finish_document(
