@@ -12,7 +12,9 @@ mod semantic;
 mod service;
 mod worker;
 
-pub use chunker::{ChunkingParams, chunk_blocks, estimate_tokens};
+pub use chunker::{
+    ChunkingParams, TokenCounting, WHOLE_SECTIONS, chunk_blocks, cut_to_window, estimate_tokens,
+};
 pub use isolation::{Isolation, WorkerCommand, WorkerError, run_parse_worker};
 pub use originals::{StageError, StagedFile, StagedUpload, Staging, StagingLimits};
 pub use pipeline::{OutputLimits, Processed, ProcessingError, process_file};
