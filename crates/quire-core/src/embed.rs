@@ -33,6 +33,26 @@ pub trait Embedder: Send + Sync + std::fmt::Debug {
     /// The embedding of each text, in order; each has [`Embedder::dimensions`] values and
     /// unit length.
     async fn embed(&self, texts: &[String], purpose: Purpose) -> Result<Vec<Vec<f32>>, ModelError>;
+
+    /// The model's own token counts, when the embedder can give them (a local model with its
+    /// tokenizer): ingestion then cuts chunks that fit the model's window exactly instead of
+    /// estimating from words. `None` (the default): chunk sizes are estimated.
+    fn tokens(&self) -> Option<std::sync::Arc<dyn TokenCount>> {
+        None
+    }
+}
+
+/// Counts text in a model's own tokens, for cutting chunks that fit its window.
+pub trait TokenCount: Send + Sync + std::fmt::Debug {
+    /// Tokens of `text`, without the special tokens the model adds around a sequence.
+    fn count(&self, text: &str) -> usize;
+
+    /// Most tokens the model reads of one sequence, its special tokens included; the rest of
+    /// a longer text is cut off, not embedded.
+    fn window(&self) -> usize;
+
+    /// Special tokens added around every sequence (`[CLS]` and `[SEP]` for BERT).
+    fn special_tokens(&self) -> usize;
 }
 
 /// Scales `vector` to unit length (left alone when it is all zeros).

@@ -236,10 +236,14 @@ pub(crate) fn read_jsonl(path: &PathBuf, max: usize) -> anyhow::Result<Vec<serde
     let file =
         std::fs::File::open(path).with_context(|| format!("could not open {}", path.display()))?;
     let mut out = Vec::new();
-    for line in std::io::BufReader::new(file).lines().take(max) {
+    for line in std::io::BufReader::new(file).lines() {
         let line = line?;
         if line.trim().is_empty() {
             continue;
+        }
+        // Blank lines are not records: `max` counts records.
+        if out.len() == max {
+            break;
         }
         out.push(
             serde_json::from_str(&line)

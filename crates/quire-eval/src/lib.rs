@@ -6,6 +6,7 @@
 pub mod bench;
 pub mod bench_embed;
 pub mod bench_generate;
+pub mod bench_ingest;
 pub mod bench_vectors;
 pub mod eval;
 pub mod eval_ocr;

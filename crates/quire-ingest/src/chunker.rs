@@ -3,10 +3,13 @@
 //! last `overlap_tokens` of a passage at the start of the next one in the same page and section
 //! so a sentence cut by a boundary is still found whole.
 //!
-//! Tokens are estimated, not counted with a model's tokenizer: [`estimate_tokens`] is a word
-//! count scaled by 4/3, close to what WordPiece and BPE tokenizers give for English prose.
+//! Tokens are estimated by default: [`estimate_tokens`] is a word count scaled by 4/3, close to
+//! what WordPiece and BPE tokenizers give for English prose. When a local model with its
+//! tokenizer embeds the chunks, [`cut_to_window`] counts the model's own tokens instead, so a
+//! section that fits the model's window is one chunk.
 
 use quire_core::ChunkDraft;
+use quire_core::embed::TokenCount;
 use serde::{Deserialize, Serialize};
 
 use quire_parse::Block;
@@ -19,6 +22,23 @@ pub struct ChunkingParams {
     pub target_tokens: usize,
     /// Tokens repeated from the end of one passage at the start of the next.
     pub overlap_tokens: usize,
+    /// How tokens are counted.
+    #[serde(default)]
+    pub count: TokenCounting,
+}
+
+/// How chunk sizes are counted (`chunking.count`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TokenCounting {
+    /// Words × 4/3 (the default; measured on SciFact to make fewer chunks than `model`, see
+    /// `docs/performance.md`).
+    #[default]
+    Estimate,
+    /// The local model's own tokens, read with its `tokenizer.json`: every chunk fits the
+    /// model's window, heading included, so nothing of a chunk goes unembedded. Falls back to
+    /// the estimate without a local model that ships one.
+    Model,
 }
 
 impl Default for ChunkingParams {
@@ -26,6 +46,7 @@ impl Default for ChunkingParams {
         Self {
             target_tokens: 256,
             overlap_tokens: 32,
+            count: TokenCounting::Estimate,
         }
     }
 }
@@ -60,7 +81,8 @@ pub fn chunk_blocks(blocks: &[Block], params: ChunkingParams) -> Vec<ChunkDraft>
             .iter()
             .position(|b| b.page != page || &b.section != section)
             .map_or(blocks.len(), |n| start + n);
-        let texts = pack(&blocks[start..end], target_words, overlap_words);
+        let texts: Vec<&str> = blocks[start..end].iter().map(|b| b.text.as_str()).collect();
+        let texts = pack(&texts, target_words, overlap_words, &word_count);
         chunks.extend(texts.into_iter().map(|content| ChunkDraft {
             ordinal: 0,
             page,
@@ -75,53 +97,149 @@ pub fn chunk_blocks(blocks: &[Block], params: ChunkingParams) -> Vec<ChunkDraft>
     chunks
 }
 
-/// Packs the blocks of one page and section into passages.
-fn pack(blocks: &[Block], target_words: usize, overlap_words: usize) -> Vec<String> {
-    let mut passages: Vec<String> = Vec::new();
-    let mut current: Vec<String> = Vec::new();
-    let mut current_words = 0;
-    let flush =
-        |current: &mut Vec<String>, current_words: &mut usize, passages: &mut Vec<String>| {
-            if !current.is_empty() {
-                passages.push(current.join("\n\n"));
-                current.clear();
-                *current_words = 0;
-            }
-        };
-    for block in blocks {
-        let words = block.text.split_whitespace().count();
-        if words > target_words {
-            flush(&mut current, &mut current_words, &mut passages);
-            passages.extend(split_long(&block.text, target_words));
+/// Chunking settings that make the parse worker return each page and section whole (blocks
+/// joined by blank lines, no overlap), for [`cut_to_window`] to cut by the model's tokens.
+pub const WHOLE_SECTIONS: ChunkingParams = ChunkingParams {
+    target_tokens: usize::MAX / 4,
+    overlap_tokens: 0,
+    count: TokenCounting::Estimate,
+};
+
+/// Cuts page-and-section chunks (as chunked with [`WHOLE_SECTIONS`]) into chunks that fit the
+/// model's window counted in its own tokens, heading path included: a section that fits is one
+/// chunk, with no overlap; a longer one is packed from its blocks as [`chunk_blocks`] does,
+/// counting tokens instead of estimating them, each passage after the first repeating the
+/// previous one's last `overlap_tokens`. `target_tokens` still caps a chunk when it is smaller
+/// than the window.
+pub fn cut_to_window(
+    sections: Vec<ChunkDraft>,
+    tokens: &dyn TokenCount,
+    params: ChunkingParams,
+) -> Vec<ChunkDraft> {
+    let size = |text: &str| tokens.count(text);
+    let mut chunks = Vec::with_capacity(sections.len());
+    for section in sections {
+        let heading = if section.section.is_empty() {
+            0
         } else {
-            if current_words + words > target_words {
-                flush(&mut current, &mut current_words, &mut passages);
+            tokens.count(&section.section)
+        };
+        let budget = tokens
+            .window()
+            .saturating_sub(tokens.special_tokens() + heading)
+            .min(params.target_tokens)
+            .max(MIN_BUDGET);
+        if tokens.count(&section.content) <= budget {
+            chunks.push(section);
+            continue;
+        }
+        let overlap = params.overlap_tokens.min(budget / 2);
+        let blocks: Vec<&str> = section
+            .content
+            .split("\n\n")
+            .map(str::trim)
+            .filter(|b| !b.is_empty())
+            .collect();
+        chunks.extend(
+            pack(&blocks, budget - overlap, overlap, &size)
+                .into_iter()
+                .map(|content| ChunkDraft {
+                    ordinal: 0,
+                    page: section.page,
+                    section: section.section.clone(),
+                    content,
+                }),
+        );
+    }
+    for (i, chunk) in chunks.iter_mut().enumerate() {
+        chunk.ordinal = u32::try_from(i).unwrap_or(u32::MAX);
+    }
+    chunks
+}
+
+/// The smallest passage [`cut_to_window`] aims for, in tokens, however long a heading is.
+const MIN_BUDGET: usize = 8;
+
+/// Words of `text`: the size of a text when tokens are estimated.
+fn word_count(text: &str) -> usize {
+    text.split_whitespace().count()
+}
+
+/// Packs the blocks of one page and section into passages of at most `budget` units as
+/// `size` measures them (words, or a model's tokens), then adds the overlap.
+fn pack(
+    blocks: &[&str],
+    budget: usize,
+    overlap: usize,
+    size: &dyn Fn(&str) -> usize,
+) -> Vec<String> {
+    let mut passages: Vec<String> = Vec::new();
+    let mut current: Vec<&str> = Vec::new();
+    let mut current_size = 0;
+    let flush = |current: &mut Vec<&str>, current_size: &mut usize, passages: &mut Vec<String>| {
+        if !current.is_empty() {
+            passages.push(current.join("\n\n"));
+            current.clear();
+            *current_size = 0;
+        }
+    };
+    for block in blocks {
+        let n = size(block);
+        if n > budget {
+            flush(&mut current, &mut current_size, &mut passages);
+            passages.extend(split_long(block, budget, size));
+        } else {
+            if current_size + n > budget {
+                flush(&mut current, &mut current_size, &mut passages);
             }
-            current.push(block.text.clone());
-            current_words += words;
+            current.push(block);
+            current_size += n;
         }
     }
-    flush(&mut current, &mut current_words, &mut passages);
-    add_overlap(passages, overlap_words)
+    flush(&mut current, &mut current_size, &mut passages);
+    add_overlap(passages, overlap, size)
 }
 
 /// Splits one oversized block at sentence ends, and a sentence longer than a passage at words.
-fn split_long(text: &str, target_words: usize) -> Vec<String> {
+fn split_long(text: &str, budget: usize, size: &dyn Fn(&str) -> usize) -> Vec<String> {
     let mut passages = Vec::new();
     let mut current: Vec<&str> = Vec::new();
+    let mut current_size = 0;
     for sentence in sentences(text) {
-        let words: Vec<&str> = sentence.split_whitespace().collect();
-        if current.len() + words.len() > target_words && !current.is_empty() {
+        let n = size(sentence);
+        if current_size + n > budget && !current.is_empty() {
             passages.push(current.join(" "));
             current.clear();
+            current_size = 0;
         }
-        if words.len() > target_words {
-            for piece in words.chunks(target_words) {
-                passages.push(piece.join(" "));
-            }
+        if n > budget {
+            passages.extend(split_words(sentence, budget, size));
         } else {
-            current.extend(words);
+            current.extend(sentence.split_whitespace());
+            current_size += n;
         }
+    }
+    if !current.is_empty() {
+        passages.push(current.join(" "));
+    }
+    passages
+}
+
+/// Cuts a sentence longer than a passage between words (a single word longer than a passage
+/// is a passage of its own).
+fn split_words(sentence: &str, budget: usize, size: &dyn Fn(&str) -> usize) -> Vec<String> {
+    let mut passages = Vec::new();
+    let mut current: Vec<&str> = Vec::new();
+    let mut current_size = 0;
+    for word in sentence.split_whitespace() {
+        let n = size(word);
+        if current_size + n > budget && !current.is_empty() {
+            passages.push(current.join(" "));
+            current.clear();
+            current_size = 0;
+        }
+        current.push(word);
+        current_size += n;
     }
     if !current.is_empty() {
         passages.push(current.join(" "));
@@ -148,9 +266,10 @@ fn sentences(text: &str) -> Vec<&str> {
         .collect()
 }
 
-/// Prefixes each passage after the first with the last `overlap_words` words of the one before.
-fn add_overlap(passages: Vec<String>, overlap_words: usize) -> Vec<String> {
-    if overlap_words == 0 || passages.len() < 2 {
+/// Prefixes each passage after the first with the words at the end of the one before that
+/// measure at most `overlap`.
+fn add_overlap(passages: Vec<String>, overlap: usize, size: &dyn Fn(&str) -> usize) -> Vec<String> {
+    if overlap == 0 || passages.len() < 2 {
         return passages;
     }
     let mut out = Vec::with_capacity(passages.len());
@@ -159,7 +278,17 @@ fn add_overlap(passages: Vec<String>, overlap_words: usize) -> Vec<String> {
         match &previous {
             Some(prev) => {
                 let words: Vec<&str> = prev.split_whitespace().collect();
-                let tail = words[words.len().saturating_sub(overlap_words)..].join(" ");
+                let mut taken = 0;
+                let mut used = 0;
+                for word in words.iter().rev() {
+                    let n = size(word);
+                    if used + n > overlap {
+                        break;
+                    }
+                    used += n;
+                    taken += 1;
+                }
+                let tail = words[words.len() - taken..].join(" ");
                 out.push(format!("{tail} {passage}"));
             }
             None => out.push(passage.clone()),
@@ -220,6 +349,7 @@ mod tests {
         let params = ChunkingParams {
             target_tokens: 100,
             overlap_tokens: 12,
+            ..Default::default()
         };
         let chunks = chunk_blocks(&[block(1, "", &text)], params);
         assert!(chunks.len() >= 5, "{} chunks", chunks.len());
@@ -249,6 +379,7 @@ mod tests {
             ChunkingParams {
                 target_tokens: 100,
                 overlap_tokens: 0,
+                ..Default::default()
             },
         );
         assert_eq!(chunks.len(), 7);
@@ -257,6 +388,102 @@ mod tests {
                 .iter()
                 .all(|c| c.content.split_whitespace().count() <= 75)
         );
+    }
+
+    /// A model whose words are a token per 4 letters, with a window of `window` tokens and
+    /// 2 special tokens.
+    #[derive(Debug)]
+    struct FourLetters {
+        window: usize,
+    }
+
+    impl TokenCount for FourLetters {
+        fn count(&self, text: &str) -> usize {
+            text.split_whitespace().map(|w| w.len().div_ceil(4)).sum()
+        }
+        fn window(&self) -> usize {
+            self.window
+        }
+        fn special_tokens(&self) -> usize {
+            2
+        }
+    }
+
+    fn sections(blocks: &[Block]) -> Vec<ChunkDraft> {
+        chunk_blocks(blocks, WHOLE_SECTIONS)
+    }
+
+    #[test]
+    fn a_section_that_fits_the_window_is_one_chunk_without_overlap() {
+        let model = FourLetters { window: 64 };
+        // 60 tokens of text under a 1-token heading: 60 + 1 + 2 special tokens fit in 64.
+        let (first, second) = (words(15, "abcde"), words(15, "fghij"));
+        assert_eq!(model.count(&first) + model.count(&second), 60);
+        let blocks = [block(1, "Pump", &first), block(1, "Pump", &second)];
+        let whole = sections(&blocks);
+        assert_eq!(whole.len(), 1);
+        let params = ChunkingParams::default();
+        let chunks = cut_to_window(whole.clone(), &model, params);
+        assert_eq!(chunks, whole);
+        // Two tokens more and it no longer fits: it is split, every piece within the window.
+        let longer = [
+            block(1, "Pump", &first),
+            block(1, "Pump", &format!("{second} extra")),
+        ];
+        let chunks = cut_to_window(sections(&longer), &model, params);
+        assert!(chunks.len() > 1, "{chunks:?}");
+        assert!(chunks.iter().all(|c| model.count(&c.content) + 1 + 2 <= 64));
+    }
+
+    #[test]
+    fn a_longer_section_is_cut_within_the_window_with_overlap_and_renumbered() {
+        let model = FourLetters { window: 40 };
+        let sentences: Vec<String> = (0..12)
+            .map(|i| format!("{}.", words(5, &format!("s{i}w"))))
+            .collect();
+        let blocks = [
+            block(1, "", "Short first section."),
+            block(2, "Long", &sentences[..6].join(" ")),
+            block(2, "Long", &sentences[6..].join(" ")),
+            block(2, "Long", &words(30, "unbroken")),
+        ];
+        let params = ChunkingParams {
+            target_tokens: 256,
+            overlap_tokens: 6,
+            count: TokenCounting::Model,
+        };
+        let chunks = cut_to_window(sections(&blocks), &model, params);
+        assert_eq!(chunks[0].content, "Short first section.");
+        assert!(chunks.len() >= 4, "{chunks:?}");
+        for (i, chunk) in chunks.iter().enumerate() {
+            assert_eq!(chunk.ordinal as usize, i);
+            let used = model.count(&chunk.section) + model.count(&chunk.content) + 2;
+            assert!(used <= 40, "chunk {i} needs {used} tokens: {chunk:?}");
+        }
+        // Every chunk of the long section after its first starts with the previous one's tail.
+        for pair in chunks[1..].windows(2) {
+            let tail = pair[0].content.split_whitespace().last().unwrap();
+            let head: Vec<&str> = pair[1].content.split_whitespace().take(6).collect();
+            assert!(head.contains(&tail), "{pair:?}");
+        }
+        // Nothing is lost: the last words of each block are there.
+        let all: String = chunks.iter().map(|c| c.content.as_str()).collect();
+        for end in ["s5w4.", "s11w4.", "unbroken29"] {
+            assert!(all.contains(end), "{end} missing");
+        }
+    }
+
+    #[test]
+    fn a_smaller_target_still_caps_chunks() {
+        let model = FourLetters { window: 512 };
+        let params = ChunkingParams {
+            target_tokens: 20,
+            overlap_tokens: 0,
+            count: TokenCounting::Model,
+        };
+        let chunks = cut_to_window(sections(&[block(1, "", &words(40, "ab"))]), &model, params);
+        assert_eq!(chunks.len(), 2);
+        assert!(chunks.iter().all(|c| model.count(&c.content) <= 20));
     }
 
     #[test]

@@ -13,7 +13,9 @@ mod semantic;
 mod service;
 mod worker;
 
-pub use chunker::{ChunkingParams, chunk_blocks, estimate_tokens};
+pub use chunker::{
+    ChunkingParams, TokenCounting, WHOLE_SECTIONS, chunk_blocks, cut_to_window, estimate_tokens,
+};
 pub use context::document_title;
 pub use isolation::{Isolation, WorkerCommand, WorkerError, run_parse_worker};
 pub use originals::{StageError, StagedFile, StagedUpload, Staging, StagingLimits};

@@ -21,10 +21,10 @@ use tempfile::TempPath;
 use tokio::sync::Notify;
 use tracing::Instrument;
 
-use crate::chunker::ChunkingParams;
+use crate::chunker::{ChunkingParams, TokenCounting, WHOLE_SECTIONS, cut_to_window};
 use crate::isolation::{Isolation, ParseJob, parse_isolated};
 use crate::originals::{StageError, StagedFile, StagedUpload, Staging};
-use crate::pipeline::{OutputLimits, Processed};
+use crate::pipeline::{OutputLimits, Processed, ProcessingError};
 use crate::progress::Progress;
 use crate::review::Review;
 use crate::semantic::Semantic;
@@ -490,12 +490,23 @@ impl Ingest {
 
     /// Parses and chunks the document at `path` under the time budget, isolated as
     /// configured; the error is the document's `error`.
+    /// With a model that counts its own tokens, the parse worker returns each page and
+    /// section whole and they are cut here to fit the model's window: the tokenizer lives with
+    /// the model in this process, not in the worker.
     async fn extract(&self, job: &ClaimedJob, path: &Path) -> Result<Processed, String> {
+        let tokens = match self.settings.chunking.count {
+            TokenCounting::Model => self.semantic.as_ref().and_then(|s| s.embedder().tokens()),
+            TokenCounting::Estimate => None,
+        };
         let parse = ParseJob {
             path: path.to_owned(),
             name: job.document_name.clone(),
             content_type: job.content_type.clone(),
-            chunking: self.settings.chunking,
+            chunking: if tokens.is_some() {
+                WHOLE_SECTIONS
+            } else {
+                self.settings.chunking
+            },
             limits: self.settings.parse_limits,
             ocr: self.ocr.clone().map(|mut ocr| {
                 // OCR stops itself with a reason a little before the server kills the worker.
@@ -505,7 +516,21 @@ impl Ingest {
             }),
             output: self.settings.output_limits,
         };
-        parse_isolated(&self.settings.isolation, parse, self.settings.time_budget).await
+        let mut processed =
+            parse_isolated(&self.settings.isolation, parse, self.settings.time_budget).await?;
+        let Some(tokens) = tokens else {
+            return Ok(processed);
+        };
+        let params = self.settings.chunking;
+        let sections = std::mem::take(&mut processed.chunks);
+        processed.chunks = blocking(move || cut_to_window(sections, &*tokens, params))
+            .await
+            .map_err(|e| e.to_string())?;
+        let limit = self.settings.output_limits.max_chunks;
+        if processed.chunks.len() > limit as usize {
+            return Err(ProcessingError::TooManyChunks { limit }.to_string());
+        }
+        Ok(processed)
     }
 
     /// Applies the review: a document the policy holds waits (`None`); after a decision the
@@ -653,6 +678,7 @@ impl Ingest {
             return Ok(());
         }
         let chunk_count = processed.chunks.len();
+        progress.storing();
         let outcome = self
             .store
             .finish_document(

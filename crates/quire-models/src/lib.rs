@@ -14,9 +14,11 @@ mod local;
 pub mod onnx;
 mod openai;
 pub mod throughput;
+mod token_count;
 pub mod tokenizer;
 
 pub use bert::BertConfig;
 pub use local::{Engine, EngineOptions, LocalEmbedder};
 pub use openai::{OpenAiEmbedder, OpenAiSettings};
 pub use quire_core::embed::{Embedder, ModelError, Purpose, normalize};
+pub use token_count::ModelTokens;

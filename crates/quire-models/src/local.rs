@@ -9,8 +9,10 @@ use sha2::{Digest, Sha256};
 
 use crate::bert::{Bert, BertConfig};
 use crate::onnx::OnnxEncoder;
+use crate::token_count::ModelTokens;
 use crate::tokenizer::WordPiece;
 use crate::{Embedder, ModelError, Purpose};
+use quire_core::embed::TokenCount;
 
 /// Which inference engine runs the local model. Both compute the same vectors (each matches
 /// sentence-transformers to a cosine of 1.000000), so the choice never changes the model id
@@ -59,6 +61,8 @@ struct Inner {
     /// Why `Auto` fell back to candle, for the log.
     fallback: Option<String>,
     max_tokens: usize,
+    /// The model's token counts from its `tokenizer.json`, when it ships one.
+    tokens: Option<Arc<ModelTokens>>,
     dimensions: usize,
     name: String,
     model_id: String,
@@ -114,6 +118,7 @@ impl LocalEmbedder {
             .and_then(|v| v["max_seq_length"].as_u64())
             .map_or(DEFAULT_MAX_TOKENS, |n| n as usize)
             .min(config.max_position_embeddings);
+        let tokens = ModelTokens::load(dir, max_tokens)?.map(Arc::new);
         let name = dir
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -125,6 +130,7 @@ impl LocalEmbedder {
                 encoder,
                 fallback,
                 max_tokens,
+                tokens,
                 dimensions: config.hidden_size,
                 name,
                 model_id,
@@ -210,6 +216,13 @@ impl Embedder for LocalEmbedder {
 
     fn engine(&self) -> String {
         LocalEmbedder::engine(self)
+    }
+
+    fn tokens(&self) -> Option<Arc<dyn TokenCount>> {
+        self.inner
+            .tokens
+            .clone()
+            .map(|tokens| tokens as Arc<dyn TokenCount>)
     }
 
     /// Runs on the blocking pool: a forward pass is milliseconds of CPU that must not stall

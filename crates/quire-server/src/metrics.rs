@@ -155,7 +155,7 @@ fn describe() {
     describe_histogram!(
         quire_ingest::STAGE_SECONDS,
         Unit::Seconds,
-        "Time a document spent in each processing stage (parse, screen, embed, index)"
+        "Time a document spent in each processing stage (parse, screen, embed, index, store)"
     );
     describe_counter!(
         quire_ingest::CHUNKS_EMBEDDED,

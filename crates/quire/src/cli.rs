@@ -12,8 +12,8 @@ use quire_core::{Permission, SystemClock};
 use tracing_subscriber::EnvFilter;
 
 use quire_eval::{
-    bench, bench_embed, bench_generate, bench_vectors, eval, eval_ocr, eval_pages, eval_pii,
-    eval_retrieval,
+    bench, bench_embed, bench_generate, bench_ingest, bench_vectors, eval, eval_ocr, eval_pages,
+    eval_pii, eval_retrieval,
 };
 use quire_server::{Config, Overrides, open_store};
 
@@ -220,6 +220,9 @@ enum BenchCommand {
     /// `POST /api/v1/generate` over real HTTP on an ingested BEIR corpus: retrieval overhead,
     /// added latency per streamed delta, memory of idle queued streams, extractive citations.
     Generate(bench_generate::GenerateBenchArgs),
+    /// Bulk-upload a BEIR corpus or a directory through the HTTP API into a fresh server and
+    /// report documents/s, chunks/s, seconds per stage, peak memory and the embedder's own rate.
+    Ingest(bench_ingest::IngestBenchArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -416,6 +419,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         } => {
             init_logging(&config, "warn");
             bench_generate::generate(&config, args).await
+        }
+        Command::Bench {
+            command: BenchCommand::Ingest(args),
+        } => {
+            init_logging(&config, "warn");
+            bench_ingest::ingest(&config, args).await
         }
         Command::Bench {
             command: BenchCommand::Embed(args),

@@ -440,6 +440,15 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn chunk_sizes_are_estimated_unless_the_models_tokens_are_asked_for() {
+        use quire_ingest::TokenCounting;
+        assert_eq!(load(&[]).unwrap().chunking.count, TokenCounting::Estimate);
+        let model = load(&[("QUIRE_CHUNKING_COUNT", "model")]).unwrap();
+        assert_eq!(model.chunking.count, TokenCounting::Model);
+        assert!(load(&[("QUIRE_CHUNKING_COUNT", "words")]).is_err());
+    }
+
+    #[test]
     fn bad_values_are_reported_with_their_source() {
         let err = Config::load(
             None,
