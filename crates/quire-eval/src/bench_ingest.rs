@@ -20,7 +20,7 @@ use quire_app::Services;
 use quire_app::keys::{KeySpec, issue_key};
 use quire_core::embed::Purpose;
 use quire_core::{DocumentId, DocumentStatus, Permission, SourceScope, SystemClock};
-use quire_ingest::{STAGE_SECONDS, embedding_text};
+use quire_ingest::{STAGE_SECONDS, document_title, embedding_text};
 use quire_server::Config;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
@@ -419,12 +419,17 @@ async fn embed_alone(
         if chunks >= sample {
             break;
         }
+        // The texts the workers embedded: each chunk with its document's title and section.
+        let title = match state.store.find_document(*id).await? {
+            Some(document) => document_title(&document.name),
+            None => continue,
+        };
         let texts: Vec<String> = state
             .store
             .document_chunks(*id)
             .await?
             .iter()
-            .map(embedding_text)
+            .map(|chunk| embedding_text(&title, chunk))
             .collect();
         chunks += texts.len();
         if !texts.is_empty() {

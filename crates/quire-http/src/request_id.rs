@@ -3,10 +3,14 @@
 //! `requestId`, and the request's tracing span records it, so a client's failed request can be
 //! found in the server log.
 
+use axum::Router;
+use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{HeaderName, HeaderValue};
-use axum::middleware::Next;
+use axum::middleware::{Next, from_fn};
 use axum::response::Response;
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
+use tracing::{Level, Span};
 
 /// The header that carries the id both ways.
 pub const REQUEST_ID_HEADER: HeaderName = HeaderName::from_static("x-request-id");
@@ -38,6 +42,37 @@ pub fn is_sane(id: &str) -> bool {
         && id
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
+}
+
+/// Wraps `router` (the Agent API, the admin interface and the MCP server, merged) so that every
+/// response carries an `X-Request-Id` and every request logs one INFO line (method, path,
+/// request id, status, latency) in a span with the id. Headers, and so keys and session
+/// cookies, are never logged.
+pub fn traced(router: Router) -> Router {
+    router
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(request_span)
+                .on_response(DefaultOnResponse::new().level(Level::INFO)),
+        )
+        // Outermost, so that the span above and every response (even a panic's) have the id.
+        .layer(from_fn(assign))
+}
+
+/// The span every log line of a request is in: what `DefaultMakeSpan` records, plus the request
+/// id, which is what an operator searches the log for when a client reports a failure.
+fn request_span(request: &Request<Body>) -> Span {
+    let id = request
+        .extensions()
+        .get::<RequestId>()
+        .map_or("-", |id| id.0.as_str());
+    tracing::info_span!(
+        "request",
+        method = %request.method(),
+        uri = %request.uri(),
+        version = ?request.version(),
+        request_id = %id,
+    )
 }
 
 /// Middleware (outermost): settles the request's id, stores it in the request (header and

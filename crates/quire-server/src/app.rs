@@ -172,12 +172,14 @@ impl App {
     /// `/admin` and `/mcp` in the JSON error envelope), the admin web interface under `/admin`
     /// and the MCP server at `/mcp`.
     pub fn router(&self) -> Router {
-        quire_http::router(self.state.clone())
+        let app = quire_http::router(self.state.clone())
             .merge(quire_admin::router(self.state.services.clone()))
             .merge(quire_mcp::router(self.state.services.clone()))
             // A route layer, so the matched route is known (unmatched paths are not counted by
             // route: their label would be whatever a client makes up).
-            .route_layer(axum::middleware::from_fn(crate::metrics::track))
+            .route_layer(axum::middleware::from_fn(crate::metrics::track));
+        // Over all three, so admin pages and MCP calls carry a request id and log a line too.
+        quire_http::request_id::traced(app)
     }
 
     /// The use cases' services (for in-process tools such as `quire bench`).

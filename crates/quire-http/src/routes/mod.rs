@@ -18,19 +18,15 @@ use axum::body::Body;
 use axum::extract::DefaultBodyLimit;
 use axum::extract::State;
 use axum::http::HeaderMap;
-use axum::http::Request;
 use axum::http::{HeaderValue, Response, StatusCode, header};
-use axum::middleware::{from_fn, from_fn_with_state, map_response, map_response_with_state};
+use axum::middleware::{from_fn_with_state, map_response, map_response_with_state};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use quire_store::RateBucket;
 use serde::Deserialize;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::trace::{DefaultOnResponse, TraceLayer};
-use tracing::{Level, Span};
 use utoipa::IntoParams;
 
-use crate::request_id::{self, RequestId};
 use crate::{ApiError, AppState, auth, rate_limit};
 
 /// `/sources/{id}`.
@@ -54,7 +50,8 @@ struct DocumentPath {
     doc_id: quire_core::DocumentId,
 }
 
-/// Builds the Agent API (the binary merges the admin interface, `quire-admin`, into it).
+/// Builds the Agent API (the binary merges the admin interface and the MCP server into it, and
+/// wraps the whole in [`crate::request_id::traced`] so every response has a request id).
 pub fn router(state: AppState) -> Router {
     let limited =
         |bucket: RateBucket| from_fn_with_state((state.clone(), bucket), rate_limit::enforce);
@@ -109,32 +106,7 @@ pub fn router(state: AppState) -> Router {
         .layer(map_response(ensure_error_envelope))
         .layer(map_response_with_state(state.clone(), default_rate_headers))
         .layer(CatchPanicLayer::custom(panic_response))
-        // One INFO line per request: method, path, request id, status, latency. Headers (and
-        // so API keys) are never logged.
-        .layer(
-            TraceLayer::new_for_http()
-                .make_span_with(request_span)
-                .on_response(DefaultOnResponse::new().level(Level::INFO)),
-        )
-        // Outermost, so that the span above and every response (even a panic's) have the id.
-        .layer(from_fn(request_id::assign))
         .with_state(state)
-}
-
-/// The span every log line of a request is in: what `DefaultMakeSpan` records, plus the request
-/// id, which is what an operator searches the log for when a client reports a failure.
-fn request_span(request: &Request<Body>) -> Span {
-    let id = request
-        .extensions()
-        .get::<RequestId>()
-        .map_or("-", |id| id.0.as_str());
-    tracing::info_span!(
-        "request",
-        method = %request.method(),
-        uri = %request.uri(),
-        version = ?request.version(),
-        request_id = %id,
-    )
 }
 
 async fn not_found() -> ApiError {

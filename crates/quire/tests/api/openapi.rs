@@ -82,6 +82,18 @@ async fn every_response_has_a_request_id_and_errors_repeat_it() {
         let envelope = assert_error(response, status, error).await;
         assert_eq!(envelope["requestId"], sent);
     }
+    // Also on the admin interface and the MCP endpoint, which are not the Agent API's routes:
+    // the sign-in page, and an MCP call refused for want of a key.
+    for (path, method) in [("/admin/login", "GET"), ("/mcp", "POST")] {
+        let response = server
+            .client
+            .request(method.parse().unwrap(), server.url(path))
+            .header("x-request-id", sent)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.headers()["x-request-id"], sent, "{method} {path}");
+    }
     // Replaced when it is not sane: too long, or with characters that could forge log lines.
     for insane in ["x".repeat(129), "two words".into(), "a\"b".into()] {
         let response = server
