@@ -232,16 +232,29 @@ mod ocr_on_the_wire {
     }
 }
 
-/// Parses and chunks `job` where `isolation` says, within `budget`. The error is the
-/// document's `error`, written for the person who uploaded the file.
+/// Where the parse reports `(pages read, pages in all)` while it runs (PDF and TIFF pages).
+pub(crate) type PagesRead = tokio::sync::watch::Sender<Option<(u32, u32)>>;
+
+/// How a worker process reports a page read: a line on its stderr starting with this, then
+/// `done/total`. Stderr, because stdout carries the one JSON answer.
+const PAGE_LINE: &str = "quire-parse-pages ";
+
+/// Shortest time between two page reports from a worker process: a thousand small pages do
+/// not need a thousand lines.
+const PAGE_REPORT_EVERY: Duration = Duration::from_millis(250);
+
+/// Parses and chunks `job` where `isolation` says, within `budget`, telling `pages` how far
+/// it has come. The error is the document's `error`, written for the person who uploaded the
+/// file.
 pub(crate) async fn parse_isolated(
     isolation: &Isolation,
     job: ParseJob,
     budget: Duration,
+    pages: PagesRead,
 ) -> Result<Processed, String> {
     match isolation {
-        Isolation::InProcess => in_process(job, budget).await,
-        Isolation::ChildProcess(command) => in_child(command, job, budget).await,
+        Isolation::InProcess => in_process(job, budget, pages).await,
+        Isolation::ChildProcess(command) => in_child(command, job, budget, pages).await,
     }
 }
 
@@ -252,8 +265,17 @@ fn over_time(budget: Duration) -> String {
     )
 }
 
-async fn in_process(job: ParseJob, budget: Duration) -> Result<Processed, String> {
-    let task = tokio::task::spawn_blocking(move || parse_job(&job));
+async fn in_process(
+    job: ParseJob,
+    budget: Duration,
+    pages: PagesRead,
+) -> Result<Processed, String> {
+    let task = tokio::task::spawn_blocking(move || {
+        let report = move |done, total| {
+            pages.send_replace(Some((done, total)));
+        };
+        quire_parse::progress::observe(report, || parse_job(&job))
+    });
     match tokio::time::timeout(budget, task).await {
         Err(_) => Err(over_time(budget)),
         Ok(Err(join)) => {
@@ -268,6 +290,7 @@ async fn in_child(
     command: &WorkerCommand,
     job: ParseJob,
     budget: Duration,
+    pages: PagesRead,
 ) -> Result<Processed, String> {
     let output = job.output;
     let request = request_bytes(command, job, budget)?;
@@ -304,7 +327,7 @@ async fn in_child(
         let ((), response, stderr_tail) = tokio::join!(
             send,
             read_capped(stdout, response_cap(output)),
-            read_tail(stderr, STDERR_TAIL_BYTES)
+            read_stderr(stderr, STDERR_TAIL_BYTES, &pages)
         );
         (response, stderr_tail, child.wait().await)
     };
@@ -444,22 +467,61 @@ async fn read_capped(stream: Option<impl AsyncRead + Unpin>, cap: u64) -> std::i
 }
 
 /// Reads `stream` to its end, keeping only the last `keep` bytes.
-async fn read_tail(stream: Option<impl AsyncRead + Unpin>, keep: usize) -> Vec<u8> {
+async fn read_stderr(
+    stream: Option<impl AsyncRead + Unpin>,
+    keep: usize,
+    pages: &PagesRead,
+) -> Vec<u8> {
     let mut tail = Vec::new();
     let Some(mut stream) = stream else {
         return tail;
     };
     let mut buffer = [0_u8; 8192];
+    // Bytes of a line not yet ended; page lines are short, anything longer is log text.
+    let mut line = Vec::new();
     while let Ok(n @ 1..) = stream.read(&mut buffer).await {
-        tail.extend_from_slice(&buffer[..n]);
+        for &byte in &buffer[..n] {
+            line.push(byte);
+            if byte == b'\n' || line.len() > 4 * PAGE_LINE.len() {
+                match page_report(&line) {
+                    Some(report) => {
+                        pages.send_replace(Some(report));
+                    }
+                    None => tail.extend_from_slice(&line),
+                }
+                line.clear();
+            }
+        }
         if tail.len() > 2 * keep {
             tail.drain(..tail.len() - keep);
         }
     }
+    tail.extend_from_slice(&line);
     if tail.len() > keep {
         tail.drain(..tail.len() - keep);
     }
     tail
+}
+
+/// `(done, total)` from a worker's page line (`quire-parse-pages 3/12`), `None` for any other
+/// line.
+fn page_report(line: &[u8]) -> Option<(u32, u32)> {
+    let text = std::str::from_utf8(line).ok()?.trim_end();
+    let (done, total) = text.strip_prefix(PAGE_LINE)?.split_once('/')?;
+    Some((done.parse().ok()?, total.parse().ok()?))
+}
+
+/// Writes page lines to this worker process's stderr, at most one per [`PAGE_REPORT_EVERY`]
+/// but always the last page.
+fn report_pages_on_stderr() -> impl FnMut(u32, u32) {
+    let mut last: Option<std::time::Instant> = None;
+    move |done, total| {
+        if done == total || last.is_none_or(|at| at.elapsed() >= PAGE_REPORT_EVERY) {
+            last = Some(std::time::Instant::now());
+            // A report that cannot be written is only a missing progress update.
+            let _ = writeln!(std::io::stderr(), "{PAGE_LINE}{done}/{total}");
+        }
+    }
 }
 
 impl WorkerResponse {
@@ -548,7 +610,8 @@ fn serve_request(
     let request: WorkerRequest =
         serde_json::from_reader(input.take(MAX_REQUEST_BYTES)).map_err(WorkerError::Request)?;
     limit(request.budgets)?;
-    let response = parse_job(&request.job);
+    let response =
+        quire_parse::progress::observe(report_pages_on_stderr(), || parse_job(&request.job));
     let mut output = BufWriter::new(output);
     serde_json::to_writer(&mut output, &response).map_err(|e| WorkerError::Response(e.into()))?;
     output.flush().map_err(WorkerError::Response)
@@ -627,7 +690,60 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("guide.md");
         std::fs::write(&path, "# Pump\n\nPrime it.").unwrap();
-        parse_isolated(isolation, job(&path, "guide.md"), budget).await
+        parse_isolated(isolation, job(&path, "guide.md"), budget, unwatched()).await
+    }
+
+    /// A page channel nobody reads.
+    fn unwatched() -> PagesRead {
+        tokio::sync::watch::channel(None).0
+    }
+
+    #[tokio::test]
+    async fn page_lines_on_the_workers_stderr_are_progress_and_the_rest_is_its_log() {
+        let stderr = b"quire-parse-pages 1/5\nstarting\nquire-parse-pages 2/5\nquire-parse-pages x/5\nthread panicked: boom";
+        let (pages, read) = tokio::sync::watch::channel(None);
+        let tail = read_stderr(Some(&stderr[..]), 1024, &pages).await;
+        assert_eq!(*read.borrow(), Some((2, 5)));
+        assert_eq!(
+            String::from_utf8(tail).unwrap(),
+            "starting\nquire-parse-pages x/5\nthread panicked: boom"
+        );
+        assert_eq!(page_report(b"quire-parse-pages 12/600\n"), Some((12, 600)));
+        assert_eq!(page_report(b"quire-parse-pages 12\n"), None);
+        assert_eq!(page_report(b"other 1/2\n"), None);
+    }
+
+    #[tokio::test]
+    async fn a_worker_process_reports_the_pages_it_has_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("report.pdf");
+        let pdf = quire_parse::fixtures::pdf(&[("one", None), ("two", None), ("three", None)]);
+        std::fs::write(&path, pdf).unwrap();
+        // The worker side, run here: its page lines go to this process's stderr, so the
+        // in-process path is what can be observed; both install the same observer.
+        let (pages, read) = tokio::sync::watch::channel(None);
+        let processed = parse_isolated(
+            &Isolation::InProcess,
+            job(&path, "report.pdf"),
+            Duration::from_secs(60),
+            pages,
+        )
+        .await
+        .unwrap();
+        assert_eq!(processed.page_count, 3);
+        assert_eq!(*read.borrow(), Some((3, 3)));
+        // A stand-in worker process that reports pages, then fails: the report still arrives.
+        let worker = script("echo 'quire-parse-pages 2/7' >&2; exit 3", &[]);
+        let (pages, read) = tokio::sync::watch::channel(None);
+        let failed = parse_isolated(
+            &worker,
+            job(&path, "report.pdf"),
+            Duration::from_secs(20),
+            pages,
+        )
+        .await;
+        assert!(failed.is_err());
+        assert_eq!(*read.borrow(), Some((2, 7)));
     }
 
     /// Runs the worker side in this process (without the memory limit, which would bind the
@@ -669,7 +785,7 @@ mod tests {
         // Far past the cap (about 1 MiB here), and endless: only the cap ends the read.
         let flood = script("cat /dev/zero", &[]);
         let started = std::time::Instant::now();
-        let error = parse_isolated(&flood, small, Duration::from_secs(20))
+        let error = parse_isolated(&flood, small, Duration::from_secs(20), unwatched())
             .await
             .unwrap_err();
         assert!(error.contains("parsing.max_text_mb"), "{error}");
@@ -734,7 +850,8 @@ mod tests {
             .build()
             .unwrap();
         let long: Vec<u8> = (0..100_000_u32).map(|i| (i % 251) as u8).collect();
-        let tail = runtime.block_on(read_tail(Some(long.as_slice()), 1000));
+        let pages = tokio::sync::watch::channel(None).0;
+        let tail = runtime.block_on(read_stderr(Some(long.as_slice()), 1000, &pages));
         assert_eq!(tail, &long[long.len() - 1000..]);
     }
 

@@ -97,6 +97,17 @@ impl Progress {
         self.stage_started = Instant::now();
     }
 
+    /// Page `done` of `total` has been parsed (the parsing stage counts pages once the parser
+    /// knows how many there are); written as [`Progress::advance`] is.
+    pub(crate) async fn pages(&mut self, done: u64, total: u64) {
+        if self.stage == ProcessingStage::Parsing && self.total != Some(total) {
+            self.total = Some(total);
+            // The first count of the stage is shown at once, as a stage change is.
+            self.last_write = None;
+        }
+        self.advance(done).await;
+    }
+
     fn record_stage_time(&self) {
         let label = match self.stage {
             _ if self.storing => "store",

@@ -22,7 +22,7 @@ use tokio::sync::Notify;
 use tracing::Instrument;
 
 use crate::chunker::{ChunkingParams, TokenCounting, WHOLE_SECTIONS, cut_to_window};
-use crate::isolation::{Isolation, ParseJob, parse_isolated};
+use crate::isolation::{Isolation, PagesRead, ParseJob, parse_isolated};
 use crate::originals::{StageError, StagedFile, StagedUpload, Staging};
 use crate::pipeline::{OutputLimits, Processed, ProcessingError};
 use crate::progress::Progress;
@@ -455,13 +455,28 @@ impl Ingest {
                 return Err(e.into());
             }
         };
-        let progress = Progress::start(
+        let mut progress = Progress::start(
             Arc::clone(&self.store),
             Arc::clone(&self.clock),
             job.document_id,
         )
         .await;
-        match self.extract(job, original.path()).await {
+        let (pages, mut pages_read) = tokio::sync::watch::channel(None);
+        let extract = self.extract(job, original.path(), pages);
+        tokio::pin!(extract);
+        // The pages the parser reports become the parsing stage's progress while it runs.
+        let extracted = loop {
+            tokio::select! {
+                extracted = &mut extract => break extracted,
+                Ok(()) = pages_read.changed() => {
+                    let report = *pages_read.borrow_and_update();
+                    if let Some((done, total)) = report {
+                        progress.pages(u64::from(done), u64::from(total)).await;
+                    }
+                }
+            }
+        };
+        match extracted {
             Ok(processed) => self.index_processed(job, processed, progress).await?,
             Err(message) => {
                 tracing::info!(error = %message, "document failed");
@@ -493,7 +508,12 @@ impl Ingest {
     /// With a model that counts its own tokens, the parse worker returns each page and
     /// section whole and they are cut here to fit the model's window: the tokenizer lives with
     /// the model in this process, not in the worker.
-    async fn extract(&self, job: &ClaimedJob, path: &Path) -> Result<Processed, String> {
+    async fn extract(
+        &self,
+        job: &ClaimedJob,
+        path: &Path,
+        pages: PagesRead,
+    ) -> Result<Processed, String> {
         let tokens = match self.settings.chunking.count {
             TokenCounting::Model => self.semantic.as_ref().and_then(|s| s.embedder().tokens()),
             TokenCounting::Estimate => None,
@@ -516,8 +536,13 @@ impl Ingest {
             }),
             output: self.settings.output_limits,
         };
-        let mut processed =
-            parse_isolated(&self.settings.isolation, parse, self.settings.time_budget).await?;
+        let mut processed = parse_isolated(
+            &self.settings.isolation,
+            parse,
+            self.settings.time_budget,
+            pages,
+        )
+        .await?;
         let Some(tokens) = tokens else {
             return Ok(processed);
         };

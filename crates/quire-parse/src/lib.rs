@@ -26,6 +26,7 @@ mod opendocument;
 mod pdf;
 mod ppt;
 mod pptx;
+pub mod progress;
 mod raster;
 mod rtf;
 mod rtf_compressed;

@@ -103,6 +103,7 @@ pub(crate) fn parse(
         } else if let Some(text) = text {
             push_page(&mut out, text, &marks);
         }
+        crate::progress::page_done(index as u32 + 1, pages as u32);
     }
     if read == 0 {
         return Err(ParseError::Empty);

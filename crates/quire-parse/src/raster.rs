@@ -82,18 +82,24 @@ pub(crate) fn parse(
     };
     let mut out = BlockBuilder::new();
     let mut page_count = 0;
+    let total = if kind == ImageKind::Tiff {
+        let pages = tiff_pages(bytes)?;
+        limits.check_pages("the TIFF image", pages, "pages")?;
+        ocr.check_pages("the TIFF image", pages)?;
+        pages as u32
+    } else {
+        1
+    };
     let mut read_page = |index: u32, image: GrayImage| -> Result<(), ParseError> {
         let page = index + 1;
         let text = ocr.recognize(&image, None, page)?;
         out.force_page(page);
         push_text(&mut out, &text);
         page_count = page;
+        crate::progress::page_done(page, total);
         Ok(())
     };
     if kind == ImageKind::Tiff {
-        let pages = tiff_pages(bytes)?;
-        limits.check_pages("the TIFF image", pages, "pages")?;
-        ocr.check_pages("the TIFF image", pages)?;
         for_each_tiff_page(bytes, &mut read_page)?;
     } else {
         read_page(0, decode(bytes, Some(kind))?)?;

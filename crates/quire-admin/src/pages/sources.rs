@@ -15,7 +15,7 @@ use quire_core::{
     SourceRecord, SourceScope, SourceType,
 };
 use quire_ingest::clean_file_name;
-use quire_store::{Created, DocumentProgress};
+use quire_store::{Created, DocumentProgress, ProcessingStage};
 use serde_json::{Value, json};
 
 use super::audit;
@@ -159,10 +159,15 @@ fn status_cell(doc: &DocumentRecord, progress: Option<&DocumentProgress>) -> Str
     }
 }
 
-/// A document's progress in words: `embedding 120/400 chunks`, or the stage alone.
+/// A document's progress in words: `parsing 12/600 pages`, `embedding 120/400 chunks`, or
+/// the stage alone.
 fn progress_text(progress: &DocumentProgress) -> String {
+    let unit = match progress.stage {
+        ProcessingStage::Parsing => "pages",
+        _ => "chunks",
+    };
     match (progress.done, progress.total) {
-        (Some(done), Some(total)) => format!("{} {done}/{total} chunks", progress.stage),
+        (Some(done), Some(total)) => format!("{} {done}/{total} {unit}", progress.stage),
         _ => progress.stage.as_str().to_owned(),
     }
 }

@@ -129,3 +129,53 @@ async fn progress_seen_while_a_real_worker_runs_is_consistent_and_gone_when_read
     assert!(ready.get("progress").is_none(), "{ready}");
     server.stop().await;
 }
+
+/// A scanned PDF is slow to parse (OCR takes about a second a page), so its pages show as the
+/// parsing stage's progress while the worker reads them: "page 1 of 3" is written at once.
+#[tokio::test]
+async fn a_scan_being_read_shows_its_pages_parsed_of_all() {
+    use quire_parse::fixtures::{PdfPage, scanned_pdf};
+    let server = TestServer::start_with(crate::helpers::ocr_config).await;
+    let key = server.key(Permission::ReadWrite).await;
+    let source = server.create_source(&key, "Scans").await;
+    let scan = scanned_pdf(&[
+        PdfPage::Scan("The first page of the inspection report."),
+        PdfPage::Scan("The second page lists the corroded vanes."),
+        PdfPage::Scan("The third page is signed by the inspector."),
+    ]);
+    let doc = server.upload_ok(&key, &source, "scan.pdf", &scan).await;
+    let path = format!("/api/v1/sources/{source}/documents/{doc}");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    let mut pages_seen = Vec::new();
+    loop {
+        let current: Value = body(server.get(&key, &path).await).await;
+        if current["status"] == "ready" {
+            break;
+        }
+        assert_ne!(current["status"], "failed", "{current}");
+        if let Some(progress) = current.get("progress")
+            && progress["stage"] == "parsing"
+            && let (Some(done), Some(total)) =
+                (progress["done"].as_u64(), progress["total"].as_u64())
+        {
+            pages_seen.push((done, total));
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never ready: {current}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!pages_seen.is_empty(), "no page progress was seen");
+    assert!(
+        pages_seen
+            .iter()
+            .all(|&(done, total)| total == 3 && (1..=3).contains(&done)),
+        "{pages_seen:?}"
+    );
+    assert!(
+        pages_seen.windows(2).all(|pair| pair[0].0 <= pair[1].0),
+        "pages only go forward: {pages_seen:?}"
+    );
+    server.stop().await;
+}
