@@ -64,12 +64,12 @@ pub(crate) struct ParseJob {
     /// How to cut it into chunks.
     pub chunking: ChunkingParams,
     /// Bounds on parsing it.
-    #[serde(with = "limits_on_the_wire")]
+    #[serde(with = "LimitsOnTheWire")]
     pub limits: ParseLimits,
     /// How to OCR scanned pages and images; `None` when OCR is off. The worker has no
     /// environment, so the program, the languages and the data directory all travel here.
     /// A request without the field means OCR off, as before OCR existed.
-    #[serde(default, with = "ocr_on_the_wire")]
+    #[serde(default, with = "optional_ocr")]
     pub ocr: Option<OcrSettings>,
     /// Bounds on the text and chunks it may become.
     pub output: OutputLimits,
@@ -106,129 +106,58 @@ enum WorkerResponse {
     },
 }
 
-/// `ParseLimits` lives in `quire-parse`, which knows nothing of serde; this mirror carries it.
-/// The conversions destructure every field, so a new limit does not compile until it is
-/// carried too.
-mod limits_on_the_wire {
-    use quire_parse::ParseLimits;
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-    #[derive(Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Wire {
-        max_pages: u32,
-        max_unpacked_bytes: u64,
-        max_archive_entries: usize,
-        max_attachment_depth: u32,
-    }
-
-    pub(super) fn serialize<S: Serializer>(
-        limits: &ParseLimits,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        let ParseLimits {
-            max_pages,
-            max_unpacked_bytes,
-            max_archive_entries,
-            max_attachment_depth,
-        } = *limits;
-        Wire {
-            max_pages,
-            max_unpacked_bytes,
-            max_archive_entries,
-            max_attachment_depth,
-        }
-        .serialize(serializer)
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<ParseLimits, D::Error> {
-        let Wire {
-            max_pages,
-            max_unpacked_bytes,
-            max_archive_entries,
-            max_attachment_depth,
-        } = Wire::deserialize(deserializer)?;
-        Ok(ParseLimits {
-            max_pages,
-            max_unpacked_bytes,
-            max_archive_entries,
-            max_attachment_depth,
-        })
-    }
+/// `ParseLimits` lives in `quire-parse`, which knows nothing of serde; serde's remote derive
+/// carries it. Deserializing builds the struct from every field named here, so a new limit does
+/// not compile until it is carried too.
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "ParseLimits", deny_unknown_fields)]
+struct LimitsOnTheWire {
+    max_pages: u32,
+    max_unpacked_bytes: u64,
+    max_archive_entries: usize,
+    max_attachment_depth: u32,
 }
 
-/// `OcrSettings` lives in `quire-parse` too; the same kind of mirror carries it.
-mod ocr_on_the_wire {
-    use std::path::PathBuf;
+/// `OcrSettings` lives in `quire-parse` too; the same kind of remote derive carries it.
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "OcrSettings", deny_unknown_fields)]
+struct OcrOnTheWire {
+    program: std::path::PathBuf,
+    languages: Vec<String>,
+    tessdata_dir: Option<std::path::PathBuf>,
+    max_pages: u32,
+    page_timeout_seconds: u64,
+    dpi: u32,
+    document_timeout_seconds: u64,
+}
 
+/// `Option<OcrSettings>` through [`OcrOnTheWire`] (a remote derive covers the type itself only).
+mod optional_ocr {
     use quire_parse::OcrSettings;
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-    #[derive(Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Wire {
-        program: PathBuf,
-        languages: Vec<String>,
-        tessdata_dir: Option<PathBuf>,
-        max_pages: u32,
-        page_timeout_seconds: u64,
-        dpi: u32,
-        document_timeout_seconds: u64,
+    struct Borrowed<'a>(&'a OcrSettings);
+
+    impl Serialize for Borrowed<'_> {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            super::OcrOnTheWire::serialize(self.0, serializer)
+        }
     }
+
+    #[derive(Deserialize)]
+    struct Owned(#[serde(with = "super::OcrOnTheWire")] OcrSettings);
 
     pub(super) fn serialize<S: Serializer>(
         ocr: &Option<OcrSettings>,
         serializer: S,
     ) -> Result<S::Ok, S::Error> {
-        ocr.as_ref()
-            .map(|settings| {
-                let OcrSettings {
-                    program,
-                    languages,
-                    tessdata_dir,
-                    max_pages,
-                    page_timeout_seconds,
-                    dpi,
-                    document_timeout_seconds,
-                } = settings.clone();
-                Wire {
-                    program,
-                    languages,
-                    tessdata_dir,
-                    max_pages,
-                    page_timeout_seconds,
-                    dpi,
-                    document_timeout_seconds,
-                }
-            })
-            .serialize(serializer)
+        ocr.as_ref().map(Borrowed).serialize(serializer)
     }
 
     pub(super) fn deserialize<'de, D: Deserializer<'de>>(
         deserializer: D,
     ) -> Result<Option<OcrSettings>, D::Error> {
-        Ok(Option::<Wire>::deserialize(deserializer)?.map(|wire| {
-            let Wire {
-                program,
-                languages,
-                tessdata_dir,
-                max_pages,
-                page_timeout_seconds,
-                dpi,
-                document_timeout_seconds,
-            } = wire;
-            OcrSettings {
-                program,
-                languages,
-                tessdata_dir,
-                max_pages,
-                page_timeout_seconds,
-                dpi,
-                document_timeout_seconds,
-            }
-        }))
+        Ok(Option::<Owned>::deserialize(deserializer)?.map(|Owned(settings)| settings))
     }
 }
 
