@@ -3,27 +3,72 @@
 //! breaks and from the page breaks Word recorded when it last laid the document out
 //! (`w:lastRenderedPageBreak`), so citations match the pages the author saw. Tables become one
 //! block with a line per row; list items get a `- ` prefix.
+//!
+//! With OCR, a document with little text ([`LITTLE_TEXT`]: a letter pasted in as a scan) has its
+//! pictures read, each picture's text placed after the paragraph (or table) that holds it, so
+//! it lands on that page; a picture drawn twice is read and placed once (see `pictures.rs`).
+//! Without OCR, a document with no text whose pictures OCR would read fails with a reason that
+//! says so.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::archive::Archive;
 use crate::blocks::BlockBuilder;
+use crate::ocr::{LITTLE_TEXT, Ocr, visible_chars};
+use crate::pictures::{
+    Pictures, any_worth_reading, paths_of, picture_reference, picture_relationships,
+};
 use crate::table::TableText;
 use crate::xml::{XmlEvent, attr, for_each_event};
 use crate::{Extracted, ParseError, ParseLimits};
 
 const WHAT: &str = "DOCX document";
+const DOCUMENT: &str = "word/document.xml";
 
-pub(crate) fn parse(bytes: &[u8], limits: &ParseLimits) -> Result<Extracted, ParseError> {
+pub(crate) fn parse(
+    bytes: &[u8],
+    limits: &ParseLimits,
+    ocr: Option<&Ocr>,
+) -> Result<Extracted, ParseError> {
     let mut archive = Archive::open(bytes, WHAT, limits)?;
-    let document = archive.require_text("word/document.xml")?;
+    let document = archive.require_text(DOCUMENT)?;
     let styles = match archive.read_text("word/styles.xml")? {
         Some(xml) => heading_styles(&xml)?,
         None => HashMap::new(),
     };
-    let mut walker = Walker::new(styles);
+    let mut walker = Walker::new(styles.clone(), None);
     for_each_event(&document, |event| walker.event(event)).map_err(malformed)?;
-    Ok(walker.out.into())
+    if walker.visible >= LITTLE_TEXT || walker.pictures.is_empty() {
+        return Ok(walker.out.into());
+    }
+    let relationships = picture_relationships(&mut archive, DOCUMENT)?;
+    let paths = paths_of(&walker.pictures, &relationships);
+    let Some(ocr) = ocr else {
+        if walker.visible == 0 && any_worth_reading(&mut archive, &paths)? {
+            return Err(ParseError::PicturesOnly(WHAT.into()));
+        }
+        return Ok(walker.out.into());
+    };
+    let pictures = Pictures::load(&mut archive, &paths, ocr, WHAT)?;
+    if pictures.count() == 0 {
+        return Ok(walker.out.into());
+    }
+    // Walked again, now reading each picture where it stands, so its text gets the page the
+    // walk is on there.
+    let mut reader = Walker::new(
+        styles,
+        Some(PictureReader {
+            relationships,
+            pictures,
+            placed: HashSet::new(),
+            done: 0,
+        }),
+    );
+    for_each_event(&document, |event| reader.event(event)).map_err(malformed)?;
+    match reader.error {
+        Some(error) => Err(error),
+        None => Ok(reader.out.into()),
+    }
 }
 
 fn malformed(detail: String) -> ParseError {
@@ -83,8 +128,20 @@ fn level_from_style_name(name: &str) -> Option<usize> {
         .filter(|l| (1..=9).contains(l))
 }
 
+/// Reads the pictures of `document.xml` as the walk comes to them.
+struct PictureReader<'o> {
+    /// Relationship id → the picture's path in the package.
+    relationships: HashMap<String, String>,
+    pictures: Pictures<'o>,
+    /// Paths whose text has been placed: a picture drawn twice (a drawing and its VML
+    /// fallback) is placed once.
+    placed: HashSet<String>,
+    /// Pictures read so far, for progress.
+    done: u32,
+}
+
 /// Walks `document.xml`, one paragraph at a time.
-struct Walker {
+struct Walker<'o> {
     out: BlockBuilder,
     styles: HashMap<String, usize>,
     /// Nesting of `w:p` (text boxes put paragraphs inside paragraphs).
@@ -98,10 +155,20 @@ struct Walker {
     table: TableText,
     /// Inside parts that are not body text (deleted revisions, field codes).
     skip_depth: usize,
+    /// Visible characters of the body text.
+    visible: usize,
+    /// Relationship ids of the pictures, in document order.
+    pictures: Vec<String>,
+    /// Reads pictures on the second walk of a document with little text.
+    reader: Option<PictureReader<'o>>,
+    /// Text of pictures read, placed when their paragraph or table ends.
+    pending: Vec<String>,
+    /// The first failure of OCR; the rest of the walk reads no more pictures.
+    error: Option<ParseError>,
 }
 
-impl Walker {
-    fn new(styles: HashMap<String, usize>) -> Self {
+impl<'o> Walker<'o> {
+    fn new(styles: HashMap<String, usize>, reader: Option<PictureReader<'o>>) -> Self {
         Self {
             out: BlockBuilder::new(),
             styles,
@@ -113,6 +180,11 @@ impl Walker {
             table_depth: 0,
             table: TableText::default(),
             skip_depth: 0,
+            visible: 0,
+            pictures: Vec::new(),
+            reader,
+            pending: Vec::new(),
+            error: None,
         }
     }
 
@@ -166,7 +238,11 @@ impl Walker {
                 }
                 "tr" if self.table_depth == 1 => self.table.start_row(),
                 "tc" if self.table_depth == 1 => self.table.start_cell(),
-                _ => {}
+                _ => {
+                    if let Some(id) = picture_reference(name, element) {
+                        self.picture(id);
+                    }
+                }
             },
             XmlEvent::End { name } => match name {
                 "del" | "instrText" | "delText" => {
@@ -177,6 +253,9 @@ impl Walker {
                     self.paragraph_depth = self.paragraph_depth.saturating_sub(1);
                     if self.paragraph_depth == 0 {
                         self.end_paragraph();
+                        if self.table_depth == 0 {
+                            self.place_pictures();
+                        }
                     } else {
                         self.paragraph.push(' ');
                     }
@@ -185,16 +264,18 @@ impl Walker {
                 "tr" if self.table_depth == 1 => self.table.end_row(),
                 "tbl" => {
                     self.table_depth = self.table_depth.saturating_sub(1);
-                    if self.table_depth == 0
-                        && let Some(table) = self.table.finish()
-                    {
-                        self.out.push_block(&table);
+                    if self.table_depth == 0 {
+                        if let Some(table) = self.table.finish() {
+                            self.out.push_block(&table);
+                        }
+                        self.place_pictures();
                     }
                 }
                 _ => {}
             },
             XmlEvent::Text(text) => {
                 if self.in_text && self.skip_depth == 0 && self.paragraph_depth > 0 {
+                    self.visible += visible_chars(text);
                     self.paragraph.push_str(text);
                 }
             }
@@ -208,7 +289,43 @@ impl Walker {
         // Text before the break belongs to the old page.
         let before = std::mem::take(&mut self.paragraph);
         self.emit(&before, false);
+        self.place_pictures();
         self.out.page_break();
+    }
+
+    /// A picture drawn here: noted, and on the reading walk read (once per picture).
+    fn picture(&mut self, id: String) {
+        let page = self.out.page();
+        let Some(reader) = self.reader.as_mut().filter(|_| self.error.is_none()) else {
+            self.pictures.push(id);
+            return;
+        };
+        let Some(path) = reader.relationships.get(&id) else {
+            return;
+        };
+        if !reader.placed.insert(path.clone()) {
+            return;
+        }
+        match reader.pictures.text(path, page) {
+            Ok(Some(text)) => {
+                reader.done += 1;
+                crate::progress::page_done(reader.done, reader.pictures.count() as u32);
+                self.pending.push(text);
+            }
+            Ok(None) => {}
+            Err(error) => self.error = Some(error),
+        }
+    }
+
+    /// Adds the text of the pictures read since the last call, after what is there.
+    fn place_pictures(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        self.out.end_block();
+        for text in std::mem::take(&mut self.pending) {
+            crate::raster::push_text(&mut self.out, &text);
+        }
     }
 
     fn end_paragraph(&mut self) {

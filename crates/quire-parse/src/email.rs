@@ -9,12 +9,9 @@ use mail_parser::{Address, Message, MessageParser, MimeHeaders};
 
 use crate::blocks::{Block, BlockBuilder};
 use crate::encoding::{decode_text, utf16_without_bom};
-use crate::ocr::Ocr;
+use crate::ocr::{LITTLE_TEXT, Ocr, visible_chars};
 use crate::raster::ImageKind;
 use crate::{Extracted, ParseError, ParseLimits, parse_at_depth, plain_text};
-
-/// Below this many visible characters in its bodies, a message's picture attachments are OCRed.
-pub(crate) const LITTLE_TEXT: usize = 200;
 
 const WHAT: &str = "e-mail message";
 
@@ -68,7 +65,7 @@ fn render(
     let mut body_chars = 0;
     for index in 0..message.text_body_count() {
         if let Some(body) = message.body_text(index) {
-            body_chars += body.chars().filter(|c| !c.is_whitespace()).count();
+            body_chars += visible_chars(&body);
             for block in plain_text(&body).blocks {
                 out.push_block(&block.text);
             }

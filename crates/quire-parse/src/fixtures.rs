@@ -1,10 +1,14 @@
 //! Files built by tests (enabled by the `fixtures` feature): small valid PDFs with text, an
 //! outline and, when asked, encryption; legacy Office compound files; and scans: pages of
 //! known text rendered to images (a compiled-in bitmap font, so no font file is needed), as
-//! PNG, multi-page TIFF, and PDFs whose pages are those images, so tests never need sample
-//! files on disk.
+//! PNG, multi-page TIFF, and PDFs whose pages are those images, and DOCX and PPTX files whose
+//! pictures are such images (`office`), so tests never need sample files on disk.
 
 use std::io::{Cursor, Write};
+
+mod office;
+
+pub use office::{DocxPart, Media, PptxSlide, docx, pptx};
 
 /// Builds small, valid PDFs for tests: one page per entry, each line of text drawn in
 /// Helvetica, with an optional outline entry per page.

@@ -4,9 +4,10 @@
 //! RTF, and e-mail (`.eml` and Outlook `.msg`) with its attachments. Pure and blocking: no
 //! I/O beyond the bytes given, and every container is read under [`ParseLimits`].
 //!
-//! With [`Ocr`] (given to [`parse_with_ocr`]), scanned PDF pages and images (PNG, JPEG, TIFF,
-//! WebP) are read by Tesseract, run as a separate program; that is the one exception to "no
-//! I/O", and it runs under the OCR settings' page and time bounds.
+//! With [`Ocr`] (given to [`parse_with_ocr`]), scanned PDF pages, images (PNG, JPEG, TIFF,
+//! WebP), and the pictures of DOCX and PPTX files with little text are read by Tesseract, run
+//! as a separate program; that is the one exception to "no I/O", and it runs under the OCR
+//! settings' page and time bounds.
 
 mod archive;
 mod blocks;
@@ -24,6 +25,7 @@ mod ocr;
 mod ole;
 mod opendocument;
 mod pdf;
+mod pictures;
 mod ppt;
 mod pptx;
 pub mod progress;
@@ -141,6 +143,10 @@ pub enum ParseError {
     /// An image document, and OCR is off.
     #[error("the {0} has no text layer and OCR is not enabled; {OCR_HOWTO}")]
     NeedsOcr(String),
+    /// A DOCX or PPTX without text whose pictures OCR would read (a deck of slide images),
+    /// and OCR is off.
+    #[error("the {0} holds only pictures and OCR is not enabled; {OCR_HOWTO}")]
+    PicturesOnly(String),
     /// OCR could not read a page (the program failed, or an image could not be decoded).
     #[error("{0}")]
     Ocr(String),
@@ -194,8 +200,8 @@ pub(crate) fn parse_at_depth(
         Format::Csv => tabular::delimited(&decode_text(bytes).text, None),
         Format::Tsv => tabular::delimited(&decode_text(bytes).text, Some(b'\t')),
         Format::Html => html::parse(&decode_text(bytes).text),
-        Format::Docx => docx::parse(bytes, limits)?,
-        Format::Pptx => pptx::parse(bytes, limits)?,
+        Format::Docx => docx::parse(bytes, limits, ocr)?,
+        Format::Pptx => pptx::parse(bytes, limits, ocr)?,
         Format::Xlsx | Format::Ods | Format::Xls => spreadsheet::parse(bytes, &format, limits)?,
         Format::Odt => opendocument::parse(bytes, false, limits)?,
         Format::Odp => opendocument::parse(bytes, true, limits)?,

@@ -10,8 +10,8 @@
 //! recipients and attachments are storages of the same layout.
 
 use crate::blocks::BlockBuilder;
-use crate::email::{LITTLE_TEXT, append_all};
-use crate::ocr::Ocr;
+use crate::email::append_all;
+use crate::ocr::{LITTLE_TEXT, Ocr, visible_chars};
 use crate::ole::{Ole, cp1252, u16_at, u32_at, utf16le};
 use crate::raster::ImageKind;
 use crate::rtf::code_page;
@@ -116,11 +116,7 @@ fn render(
     } else {
         plain_text("")
     };
-    let body_chars = body
-        .blocks
-        .iter()
-        .map(|b| b.text.chars().filter(|c| !c.is_whitespace()).count())
-        .sum();
+    let body_chars = body.blocks.iter().map(|b| visible_chars(&b.text)).sum();
     for block in body.blocks {
         out.push_block(&block.text);
     }

@@ -15,7 +15,7 @@ use pdf_oxide::PdfDocument;
 use pdf_oxide::outline::{Destination, OutlineItem};
 
 use crate::blocks::BlockBuilder;
-use crate::ocr::Ocr;
+use crate::ocr::{MIN_PICTURE_SIDE, Ocr, visible_chars};
 use crate::{Extracted, ParseError, ParseLimits};
 
 const WHAT: &str = "PDF document";
@@ -55,8 +55,7 @@ pub(crate) fn parse(
     if unreadable == pages {
         return Err(malformed("no page could be read"));
     }
-    let visible_on = |text: &str| text.chars().filter(|c| !c.is_whitespace()).count();
-    let visible: usize = texts.iter().flatten().map(|t| visible_on(t)).sum();
+    let visible: usize = texts.iter().flatten().map(|t| visible_chars(t)).sum();
     let has_images = |page: usize| {
         doc.page_image_handles(page)
             .is_ok_and(|images| !images.is_empty())
@@ -65,7 +64,7 @@ pub(crate) fn parse(
         .filter(|&i| {
             texts[i]
                 .as_deref()
-                .is_some_and(|t| visible_on(t) < MIN_CHARS_PER_PAGE)
+                .is_some_and(|t| visible_chars(t) < MIN_CHARS_PER_PAGE)
         })
         .collect();
     let scanned: Vec<usize> = sparse_pages
@@ -95,7 +94,7 @@ pub(crate) fn parse(
         let marks: Vec<&Bookmark> = bookmarks.iter().filter(|b| b.page == index).collect();
         if let (Some(ocr), true) = (ocr, to_ocr.contains(&index)) {
             let recognized = ocr_page(&doc, index, ocr)?;
-            read += visible_on(&recognized);
+            read += visible_chars(&recognized);
             for mark in &marks {
                 out.heading(mark.level, &mark.title);
             }
@@ -115,9 +114,6 @@ pub(crate) fn parse(
     })
 }
 
-/// Images smaller than this on either side are marks, logos or rules, not a page's scan.
-const MIN_SCAN_SIDE: u32 = 64;
-
 /// OCRs the images of page `index` (0-based) in paint order: a scanner puts one image on a
 /// page, some put the page in strips. Each image's size is checked before it is decoded, and
 /// its resolution comes from the size it is drawn at.
@@ -133,7 +129,7 @@ fn ocr_page(doc: &PdfDocument, index: usize, ocr: &Ocr) -> Result<String, ParseE
     let mut pixels = 0u64;
     for handle in handles
         .iter()
-        .filter(|h| h.width >= MIN_SCAN_SIDE && h.height >= MIN_SCAN_SIDE)
+        .filter(|h| h.width >= MIN_PICTURE_SIDE && h.height >= MIN_PICTURE_SIDE)
     {
         crate::raster::check_size(&what, handle.width, handle.height)?;
         pixels += u64::from(handle.width) * u64::from(handle.height);

@@ -1,36 +1,94 @@
 //! PPTX (PresentationML): one page per slide, in presentation order; the slide's title
 //! placeholder is its section; other text frames become paragraphs and tables one block each.
+//!
+//! With OCR, the pictures of a slide with little text ([`SLIDE_LITTLE_TEXT`]) are read and
+//! their text added to the slide's page after its own text, so a deck whose slides are images
+//! of text is searchable slide by slide (see `pictures.rs`). Without OCR, a deck with no text
+//! whose pictures OCR would read fails with a reason that says so.
 
 use std::collections::HashMap;
 
 use crate::archive::Archive;
 use crate::blocks::BlockBuilder;
+use crate::ocr::{Ocr, visible_chars};
+use crate::pictures::{
+    Pictures, any_worth_reading, paths_of, picture_reference, picture_relationships,
+};
 use crate::table::TableText;
 use crate::xml::{XmlEvent, attr, attribute_value, for_each_event};
 use crate::{Extracted, ParseError, ParseLimits};
 
 const WHAT: &str = "PPTX presentation";
 
-pub(crate) fn parse(bytes: &[u8], limits: &ParseLimits) -> Result<Extracted, ParseError> {
+/// Below this many visible characters, a slide's pictures are read by OCR: room for a title
+/// and a short caption over a picture of text ("Quarterly revenue by region, 2024"). A slide
+/// of bullets has far more (the decks of `docs/parsing.md`'s measurements average some 330),
+/// and its pictures are mostly illustrations.
+pub(crate) const SLIDE_LITTLE_TEXT: usize = 60;
+
+pub(crate) fn parse(
+    bytes: &[u8],
+    limits: &ParseLimits,
+    ocr: Option<&Ocr>,
+) -> Result<Extracted, ParseError> {
     let mut archive = Archive::open(bytes, WHAT, limits)?;
-    let slides = slide_order(&mut archive)?;
-    limits.check_pages("the presentation", slides.len(), "slides")?;
+    let paths = slide_order(&mut archive)?;
+    limits.check_pages("the presentation", paths.len(), "slides")?;
+    let mut slides = Vec::with_capacity(paths.len());
+    for path in &paths {
+        slides.push(match archive.read_text(path)? {
+            Some(xml) => read_slide(&xml).map_err(malformed)?,
+            None => Slide::default(),
+        });
+    }
+    // The pictures of each slide with little text, as paths in the package.
+    let mut pictures_on: Vec<Vec<String>> = Vec::with_capacity(slides.len());
+    for (path, slide) in paths.iter().zip(&slides) {
+        let sparse = slide.visible_chars() < SLIDE_LITTLE_TEXT && !slide.pictures.is_empty();
+        pictures_on.push(if sparse {
+            paths_of(&slide.pictures, &picture_relationships(&mut archive, path)?)
+        } else {
+            Vec::new()
+        });
+    }
+    let mut pictures = match ocr {
+        Some(ocr) => Some(Pictures::load(
+            &mut archive,
+            pictures_on.iter().flatten(),
+            ocr,
+            WHAT,
+        )?),
+        None => {
+            if slides.iter().all(|s| s.visible_chars() == 0)
+                && any_worth_reading(&mut archive, pictures_on.iter().flatten())?
+            {
+                return Err(ParseError::PicturesOnly(WHAT.into()));
+            }
+            None
+        }
+    };
+    let total = slides.len() as u32;
     let mut out = BlockBuilder::new();
-    for (number, path) in slides.iter().enumerate() {
-        out.force_page(number as u32 + 1);
-        let Some(xml) = archive.read_text(path)? else {
-            continue;
-        };
-        let slide = read_slide(&xml).map_err(malformed)?;
+    for (index, slide) in slides.into_iter().enumerate() {
+        let number = index as u32 + 1;
+        out.force_page(number);
         out.set_section(&slide.title, true);
         for paragraph in slide.paragraphs {
             out.push_block(&paragraph);
         }
+        if let Some(pictures) = pictures.as_mut() {
+            for path in &pictures_on[index] {
+                if let Some(text) = pictures.text(path, number)? {
+                    crate::raster::push_text(&mut out, &text);
+                }
+            }
+        }
+        crate::progress::page_done(number, total);
     }
     let (blocks, _) = out.finish();
     Ok(Extracted {
         blocks,
-        page_count: slides.len().max(1) as u32,
+        page_count: total.max(1),
     })
 }
 
@@ -107,16 +165,28 @@ fn attr_r_id(element: &quick_xml::events::BytesStart<'_>) -> Option<String> {
     })
 }
 
+/// What one slide says, and the pictures it draws.
+#[derive(Default)]
 struct Slide {
     title: String,
     paragraphs: Vec<String>,
+    /// Relationship ids of the pictures, in drawing order (the background first).
+    pictures: Vec<String>,
+}
+
+impl Slide {
+    fn visible_chars(&self) -> usize {
+        visible_chars(&self.title)
+            + self
+                .paragraphs
+                .iter()
+                .map(|p| visible_chars(p))
+                .sum::<usize>()
+    }
 }
 
 fn read_slide(xml: &str) -> Result<Slide, String> {
-    let mut slide = Slide {
-        title: String::new(),
-        paragraphs: Vec::new(),
-    };
+    let mut slide = Slide::default();
     let mut in_shape = false;
     let mut shape_is_title = false;
     let mut shape_paragraphs: Vec<String> = Vec::new();
@@ -141,7 +211,11 @@ fn read_slide(xml: &str) -> Result<Slide, String> {
             "tbl" => table_depth += 1,
             "tr" => table.start_row(),
             "tc" => table.start_cell(),
-            _ => {}
+            _ => {
+                if let Some(id) = picture_reference(name, element) {
+                    slide.pictures.push(id);
+                }
+            }
         },
         XmlEvent::End { name } => match name {
             "t" => in_text = false,

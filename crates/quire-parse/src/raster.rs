@@ -102,7 +102,7 @@ pub(crate) fn parse(
     if kind == ImageKind::Tiff {
         for_each_tiff_page(bytes, &mut read_page)?;
     } else {
-        read_page(0, decode(bytes, Some(kind))?)?;
+        read_page(0, decode(bytes, kind)?)?;
     }
     let (blocks, _) = out.finish();
     Ok(Extracted { blocks, page_count })
@@ -151,28 +151,29 @@ fn decoder_limits() -> Limits {
     limits
 }
 
-/// Decodes one image (of `kind`, or whatever its bytes say) into greyscale, its claimed size
-/// checked first.
-pub(crate) fn decode(bytes: &[u8], kind: Option<ImageKind>) -> Result<GrayImage, ParseError> {
-    let what = kind.map_or("embedded image", ImageKind::describe);
-    let reader = |limits: Limits| -> Result<ImageReader<Cursor<&[u8]>>, ParseError> {
-        let mut reader = match kind {
-            Some(kind) => ImageReader::with_format(Cursor::new(bytes), kind.format()),
-            None => ImageReader::new(Cursor::new(bytes))
-                .with_guessed_format()
-                .map_err(|e| damaged(what, &e.to_string()))?,
-        };
-        reader.limits(limits);
-        Ok(reader)
-    };
+/// A reader of `bytes` as a `kind` image, under `limits`.
+fn reader(bytes: &[u8], kind: ImageKind, limits: Limits) -> ImageReader<Cursor<&[u8]>> {
+    let mut reader = ImageReader::with_format(Cursor::new(bytes), kind.format());
+    reader.limits(limits);
+    reader
+}
+
+/// The width and height an image of `kind` claims in its header, read without decoding it.
+pub(crate) fn dimensions(bytes: &[u8], kind: ImageKind) -> Result<(u32, u32), ParseError> {
     // The header is read without the side limits: the decoder would otherwise refuse an
     // oversized image with a bare "limits exceeded" before `check_size` can name its size.
     // Reading a header allocates little, so only the allocation cap stays.
-    let (width, height) = reader(header_limits())?
+    reader(bytes, kind, header_limits())
         .into_dimensions()
-        .map_err(|e| image_error(what, &e))?;
+        .map_err(|e| image_error(kind.describe(), &e))
+}
+
+/// Decodes one image of `kind` into greyscale, its claimed size checked first.
+pub(crate) fn decode(bytes: &[u8], kind: ImageKind) -> Result<GrayImage, ParseError> {
+    let what = kind.describe();
+    let (width, height) = dimensions(bytes, kind)?;
     check_size(what, width, height)?;
-    let image = reader(decoder_limits())?
+    let image = reader(bytes, kind, decoder_limits())
         .decode()
         .map_err(|e| image_error(what, &e))?;
     Ok(to_gray(image))

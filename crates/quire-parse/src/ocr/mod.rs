@@ -51,6 +51,20 @@ impl OcrSettings {
     }
 }
 
+/// Below this many visible characters, a document's pictures are read by OCR: a message whose
+/// only content is a photographed letter, a Word file that is a pasted scan. Beside more text
+/// than this, pictures are mostly logos, signatures and illustrations.
+pub(crate) const LITTLE_TEXT: usize = 200;
+
+/// Images smaller than this on either side are marks, logos, icons or rules, too small to hold
+/// a line of text worth reading.
+pub(crate) const MIN_PICTURE_SIDE: u32 = 64;
+
+/// The characters of `text` that are not whitespace: what "little text" is measured in.
+pub(crate) fn visible_chars(text: &str) -> usize {
+    text.chars().filter(|c| !c.is_whitespace()).count()
+}
+
 /// OCR for one document: the settings plus the document's clock and page count.
 #[derive(Debug)]
 pub struct Ocr {
@@ -77,9 +91,19 @@ impl Ocr {
     /// Fails when `what` needs `count` OCRed pages, more than `ocr.max_pages`; checked before
     /// any page is read, so a 2,000-page scan fails at once.
     pub(crate) fn check_pages(&self, what: &str, count: usize) -> Result<(), ParseError> {
+        self.check_count(what, count, "pages")
+    }
+
+    /// Fails when `what` has `count` pictures to OCR, more than `ocr.max_pages` (each picture
+    /// is a page to Tesseract); checked before any picture is read.
+    pub(crate) fn check_pictures(&self, what: &str, count: usize) -> Result<(), ParseError> {
+        self.check_count(what, count, "pictures")
+    }
+
+    fn check_count(&self, what: &str, count: usize, unit: &str) -> Result<(), ParseError> {
         if count > self.settings.max_pages as usize {
             return Err(ParseError::LimitExceeded(format!(
-                "{what} has {count} pages that need OCR, more than the limit of {} \
+                "{what} has {count} {unit} that need OCR, more than the limit of {} \
                  (ocr.max_pages)",
                 self.settings.max_pages
             )));

@@ -1,10 +1,11 @@
-//! OCR through the upload API: a scanned PDF, a mixed PDF and a multi-page TIFF become `ready`
-//! and phrases from their scans are found on the right pages; with OCR off, a scan fails with
-//! a reason that says how to turn it on; a decompression bomb fails alone; the version
-//! endpoint tells admin keys whether OCR is on.
+//! OCR through the upload API: a scanned PDF, a mixed PDF, a multi-page TIFF and a deck whose
+//! slides are pictures become `ready` and phrases from their scans are found on the right
+//! pages; with OCR off, a scan and a picture-only deck fail with a reason that says how to turn
+//! it on; a decompression bomb fails alone; the version endpoint tells admin keys whether OCR
+//! is on.
 
 use quire_core::Permission;
-use quire_parse::fixtures::{PdfPage, png_claiming, scanned_pdf, tiff};
+use quire_parse::fixtures::{PdfPage, PptxSlide, png, png_claiming, pptx, scanned_pdf, tiff};
 use serde_json::json;
 
 use crate::helpers::{TestServer, body, ocr_config};
@@ -92,6 +93,43 @@ async fn scanned_documents_become_ready_and_their_phrases_are_found_on_their_pag
     assert!(public.get("ocr").is_none(), "{public}");
 }
 
+/// A deck of two slides, each only a picture of `texts[i]`.
+fn picture_deck(texts: [&str; 2]) -> Vec<u8> {
+    let (first, second) = (png(texts[0]), png(texts[1]));
+    let slide = |pictures| PptxSlide {
+        pictures,
+        ..PptxSlide::default()
+    };
+    pptx(
+        &[slide(&["slide1.png"]), slide(&["slide2.png"])],
+        &[("slide1.png", &first), ("slide2.png", &second)],
+    )
+}
+
+#[tokio::test]
+async fn a_deck_of_slide_pictures_becomes_ready_and_its_phrases_are_found_on_their_slides() {
+    let server = TestServer::start_with(ocr_config).await;
+    let key = server.key(Permission::ReadWrite).await;
+    let source = server.create_source(&key, "Decks").await;
+    let deck = picture_deck([
+        "Safety briefing for the harbour cranes, winter season.",
+        "Wind above forty knots stops every crane on the quay.",
+    ]);
+    let id = server
+        .upload_ok(&key, &source, "briefing.pptx", &deck)
+        .await;
+    let doc = server.wait_for_status(&key, &source, &id, "ready").await;
+    assert_eq!(doc["pageCount"], 2, "{doc}");
+    assert_eq!(
+        top_hit(&server, &key, "wind forty knots quay").await,
+        ("briefing.pptx".into(), 2)
+    );
+    assert_eq!(
+        top_hit(&server, &key, "safety briefing harbour cranes").await,
+        ("briefing.pptx".into(), 1)
+    );
+}
+
 #[tokio::test]
 async fn with_ocr_off_a_scan_fails_with_how_to_turn_it_on() {
     let server = TestServer::start().await;
@@ -102,6 +140,16 @@ async fn with_ocr_off_a_scan_fails_with_how_to_turn_it_on() {
     let doc = server.wait_for_status(&key, &source, &id, "failed").await;
     let error = doc["error"].as_str().unwrap();
     assert!(error.contains("appears to be scanned"), "{error}");
+    assert!(error.contains("ocr.enabled = auto or true"), "{error}");
+
+    let deck = picture_deck(["A slide nobody can read.", "Another one."]);
+    let id = server.upload_ok(&key, &source, "deck.pptx", &deck).await;
+    let doc = server.wait_for_status(&key, &source, &id, "failed").await;
+    let error = doc["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("the PPTX presentation holds only pictures and OCR is not enabled"),
+        "{error}"
+    );
     assert!(error.contains("ocr.enabled = auto or true"), "{error}");
 
     let admin = server.key(Permission::Admin).await;
