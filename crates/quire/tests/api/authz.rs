@@ -2,8 +2,9 @@
 //! unknown or revoked key, and each permission level with all sources or only source A) ×
 //! every operation of the Agent API × every kind of id it takes (in A, in B, nonexistent, B's
 //! document under A's path, …), each answer compared with the status docs/api.md gives. The
-//! admin interface's routes that take ids get the same treatment with their own callers (no
-//! session, an API key, a forged CSRF token, a session).
+//! MCP tools and resources get the same callers and ids (`mcp.rs`), and the admin interface's
+//! routes that take ids their own callers (no session, an API key, a forged CSRF token, a
+//! session; `admin_routes.rs`).
 //!
 //! Two more properties hold over the whole table: an id outside the caller's scope is
 //! answered exactly like a nonexistent one (status, error and message, ids aside), and no
@@ -18,6 +19,7 @@
 //! collected and reported at once.
 
 mod admin_routes;
+mod mcp;
 mod world;
 
 use std::collections::{BTreeSet, HashMap};
@@ -439,19 +441,21 @@ async fn every_caller_gets_the_documented_answer_for_every_operation_and_id() {
         }
     }
     let api_cases = cases.len();
+    let mcp_cases = mcp::check(&mut world, &mut mismatches).await;
     let admin_cases = admin_routes::check(&mut world, &mut mismatches).await;
     check_views(&world, &mut mismatches).await;
     admin_routes::check_playground(&world, &mut mismatches).await;
     check_duplicate_bytes(&world, &mut mismatches).await;
 
     eprintln!(
-        "authz: {api_cases} API combinations and {admin_cases} admin-route combinations checked"
+        "authz: {api_cases} API, {mcp_cases} MCP and {admin_cases} admin-route combinations \
+         checked"
     );
     assert!(
         mismatches.is_empty(),
         "{} of {} combinations or views went wrong:\n{}",
         mismatches.len(),
-        api_cases + admin_cases,
+        api_cases + mcp_cases + admin_cases,
         mismatches.join("\n")
     );
 }

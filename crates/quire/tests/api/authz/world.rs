@@ -6,9 +6,9 @@ use std::fmt;
 
 use quire_app::keys::{KeySpec, issue_key};
 use quire_core::{KeyId, Permission, SourceScope};
-use reqwest::header::{AUTHORIZATION, WWW_AUTHENTICATE};
+use reqwest::header::WWW_AUTHENTICATE;
 use reqwest::multipart::{Form, Part};
-use reqwest::{Method, StatusCode};
+use reqwest::{Method, RequestBuilder, StatusCode};
 use serde_json::{Value, json};
 
 use super::Target::*;
@@ -405,8 +405,52 @@ impl World {
             .expect("a held document for every expected decision")
     }
 
+    /// Adds the caller's `Authorization` header, if it has one.
+    pub(super) fn authorise(&self, request: RequestBuilder, caller: Caller) -> RequestBuilder {
+        match self.secrets.get(&caller) {
+            Some(secret) => request.bearer_auth(secret),
+            None => request,
+        }
+    }
+
+    /// The source and document of a target.
+    pub(super) fn document(&self, target: Target) -> (String, String) {
+        match target {
+            InA => (self.a.clone(), self.doc_a.clone()),
+            InB => (self.b.clone(), self.doc_b.clone()),
+            BDocUnderA => (self.a.clone(), self.doc_b.clone()),
+            MissingDocUnderA => (self.a.clone(), random_id()),
+            _ => (random_id(), random_id()),
+        }
+    }
+
+    /// Remembers the ids in an answer about something a key on every source made beyond A.
+    pub(super) fn remember_beyond_a(&mut self, text: &str) {
+        let ids: Vec<String> = uuids_in(text)
+            .into_iter()
+            .filter(|id| *id != self.a)
+            .collect();
+        self.outside.extend(ids);
+    }
+
+    /// The `conversationId` for a target, if any (callers without a key continue the root
+    /// key's conversation: they are refused before it matters).
+    pub(super) fn conversation(&self, caller: Caller, target: Target) -> Option<String> {
+        match target {
+            OwnConversation => Some(
+                self.conversations
+                    .get(&caller)
+                    .unwrap_or(&self.root_conversation)
+                    .clone(),
+            ),
+            OthersConversation => Some(self.root_conversation.clone()),
+            MissingConversation => Some(random_id()),
+            _ => None,
+        }
+    }
+
     /// The `sourceIds` for a target, if any.
-    fn source_ids(&self, target: Target) -> Option<Value> {
+    pub(super) fn source_ids(&self, target: Target) -> Option<Value> {
         match target {
             InA => Some(json!([self.a])),
             InB => Some(json!([self.b])),
@@ -434,13 +478,6 @@ impl World {
             };
         let tag = if beyond_a { "bravo" } else { "note" };
         let n = self.next();
-        let document = |world: &World| match target {
-            InA => (world.a.clone(), world.doc_a.clone()),
-            InB => (world.b.clone(), world.doc_b.clone()),
-            BDocUnderA => (world.a.clone(), world.doc_b.clone()),
-            MissingDocUnderA => (world.a.clone(), random_id()),
-            _ => (random_id(), random_id()),
-        };
         let mut json_body: Option<Value> = None;
         let mut files: Vec<String> = Vec::new();
         let (method, path) = match op {
@@ -475,7 +512,7 @@ impl World {
                 let (source, doc) = if fresh {
                     (self.source_of(target), self.fresh_document(target).await)
                 } else {
-                    document(self)
+                    self.document(target)
                 };
                 let method = if op == Op::GetDocument {
                     Method::GET
@@ -489,18 +526,7 @@ impl World {
                 if let Some(ids) = self.source_ids(target) {
                     request["sourceIds"] = ids;
                 }
-                let conversation = match target {
-                    OwnConversation => Some(
-                        self.conversations
-                            .get(&caller)
-                            .unwrap_or(&self.root_conversation)
-                            .clone(),
-                    ),
-                    OthersConversation => Some(self.root_conversation.clone()),
-                    MissingConversation => Some(random_id()),
-                    _ => None,
-                };
-                if let Some(id) = conversation {
+                if let Some(id) = self.conversation(caller, target) {
                     request["conversationId"] = json!(id);
                 }
                 json_body = Some(request);
@@ -559,13 +585,7 @@ impl World {
             .server
             .client
             .request(method.clone(), self.server.url(&path));
-        request = match (caller, self.secrets.get(&caller)) {
-            (Caller::Malformed, Some(secret)) => {
-                request.header(AUTHORIZATION, format!("Bearer {secret}"))
-            }
-            (_, Some(secret)) => request.bearer_auth(secret),
-            (_, None) => request,
-        };
+        request = self.authorise(request, caller);
         if let Some(value) = &json_body {
             request = request.json(value);
         }
@@ -587,11 +607,7 @@ impl World {
             files.join(" ")
         );
         if beyond_a && answer.status.is_success() {
-            self.outside.extend(
-                uuids_in(&answer.text)
-                    .into_iter()
-                    .filter(|id| *id != self.a),
-            );
+            self.remember_beyond_a(&answer.text);
         }
         (
             Sent {
