@@ -1,12 +1,13 @@
 //! `GET /api/health/version`: unauthenticated, for monitoring. Besides the spec's `version` it
 //! says whether semantic search is on. The details (model, engine, chunk counts, why semantic
-//! search is off: text that can name internal hosts and paths) are for admin keys only, and
-//! so is whether OCR is on (with the Tesseract version, or why it is off).
+//! search is off: text that can name internal hosts and paths) are for admin keys only (the
+//! chunk count, which covers every source, only for admin keys on every source), and so is
+//! whether OCR is on (with the Tesseract version, or why it is off).
 
 use axum::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
-use quire_core::Permission;
+use quire_core::{Permission, SourceScope};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -68,7 +69,7 @@ pub(super) struct SemanticSearchJson {
     /// Vector dimensions (admin, when enabled).
     #[serde(skip_serializing_if = "Option::is_none")]
     dimensions: Option<usize>,
-    /// Passages with a vector (admin, when enabled).
+    /// Passages with a vector, in every source (admin keys on every source, when enabled).
     #[serde(skip_serializing_if = "Option::is_none")]
     embedded_chunks: Option<usize>,
     /// Documents without vectors are being embedded (admin, when enabled).
@@ -86,10 +87,18 @@ pub(super) async fn version(
     State(state): State<AppState>,
     headers: HeaderMap,
 ) -> Json<VersionJson> {
-    let admin = headers.contains_key(axum::http::header::AUTHORIZATION)
-        && find_key(&state, &headers)
+    let admin_key = if headers.contains_key(axum::http::header::AUTHORIZATION) {
+        find_key(&state, &headers)
             .await
-            .is_ok_and(|key| key.permission == Permission::Admin);
+            .ok()
+            .filter(|key| key.permission == Permission::Admin)
+    } else {
+        None
+    };
+    let admin = admin_key.is_some();
+    // The count covers the chunks of every source: an admin key limited to some sources must
+    // not learn how much the others hold.
+    let every_source = admin_key.is_some_and(|key| key.scope == SourceScope::All);
     let semantic = match (state.ingest.semantic(), admin) {
         (Some(_), false) => SemanticSearchJson {
             enabled: true,
@@ -101,7 +110,7 @@ pub(super) async fn version(
             model: Some(semantic.embedder().model_id().to_string()),
             engine: Some(semantic.embedder().engine().to_string()),
             dimensions: Some(semantic.embedder().dimensions()),
-            embedded_chunks: Some(semantic.vectors().len()),
+            embedded_chunks: every_source.then(|| semantic.vectors().len()),
             reembedding: Some(semantic.backfill_running()),
             ..Default::default()
         },

@@ -14,17 +14,18 @@ use crate::helpers::{TestServer, assert_error};
 
 mod pages;
 
-const PASSWORD: &str = "correct horse battery staple";
+/// The administrator's password in these tests.
+pub(crate) const PASSWORD: &str = "correct horse battery staple";
 
 /// A client that shows redirects instead of following them.
-fn client() -> reqwest::Client {
+pub(crate) fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap()
 }
 
-async fn set_password(server: &TestServer, password: &str) {
+pub(crate) async fn set_password(server: &TestServer, password: &str) {
     quire_admin::password::set(
         server.store.as_ref(),
         Secret::new(password.to_owned()),
@@ -36,7 +37,7 @@ async fn set_password(server: &TestServer, password: &str) {
 }
 
 /// `application/x-www-form-urlencoded`, every byte but letters and digits escaped.
-fn encode(fields: &[(&str, &str)]) -> String {
+pub(crate) fn encode(fields: &[(&str, &str)]) -> String {
     let escape = |s: &str| {
         s.bytes()
             .map(|b| {
@@ -135,7 +136,7 @@ async fn try_sign_in(server: &TestServer, password: &str) -> Response {
 }
 
 /// Signs in and returns the session's cookie header and CSRF token.
-async fn sign_in(server: &TestServer) -> (String, String) {
+pub(crate) async fn sign_in(server: &TestServer) -> (String, String) {
     let response = try_sign_in(server, PASSWORD).await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
     assert_eq!(response.headers()[LOCATION], "/admin");

@@ -3,6 +3,7 @@
 mod admin;
 mod admin_browser;
 mod auth;
+mod authz;
 mod bench_ingest;
 mod browser;
 mod cli;

@@ -12,7 +12,8 @@ use tokio::process::Command;
 use crate::helpers::{TestServer, assert_error, body};
 use crate::webhooks::Receiver;
 
-const CV: &str = "# Curriculum vitae\n\nJane Doe\n\nEmail: jane.doe@example.com\n\nPhone: +44 20 7946 0958\n\nTen years of centrifugal pump maintenance at the Leeds works.\n";
+/// A CV the default policy holds for review (a name, an e-mail address, a phone number).
+pub(crate) const CV: &str = "# Curriculum vitae\n\nJane Doe\n\nEmail: jane.doe@example.com\n\nPhone: +44 20 7946 0958\n\nTen years of centrifugal pump maintenance at the Leeds works.\n";
 
 async fn held_cv(server: &TestServer, key: &str) -> (String, String) {
     let source = server.create_source(key, "People").await;

@@ -332,7 +332,7 @@ async fn a_new_model_replaces_the_old_vectors_instead_of_mixing_with_them() {
 
 /// A stand-in for an OpenAI-compatible `/v1/embeddings` server: each text becomes a hashed
 /// bag of its words (so texts sharing words are close), and `failing` makes it answer 500.
-mod fake_server {
+pub(crate) mod fake_server {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
 
