@@ -94,9 +94,10 @@ impl From<StoreError> for AppError {
 impl From<SearchError> for AppError {
     fn from(e: SearchError) -> Self {
         match e {
-            SearchError::Index(_) | SearchError::Open(_) | SearchError::Corrupt(_) => {
-                Self::internal(&e)
-            }
+            SearchError::Index(_)
+            | SearchError::Open(_)
+            | SearchError::Corrupt(_)
+            | SearchError::Commit(_) => Self::internal(&e),
         }
     }
 }

@@ -3,6 +3,7 @@
 
 mod chunker;
 mod context;
+mod finish;
 mod isolation;
 mod originals;
 pub mod pii;
@@ -17,6 +18,7 @@ pub use chunker::{
     ChunkingParams, TokenCounting, WHOLE_SECTIONS, chunk_blocks, cut_to_window, estimate_tokens,
 };
 pub use context::document_title;
+pub use finish::Finishing;
 pub use isolation::{Isolation, WorkerCommand, WorkerError, run_parse_worker};
 pub use originals::{StageError, StagedFile, StagedUpload, Staging, StagingLimits};
 pub use pipeline::{OutputLimits, Processed, ProcessingError, process_file};
@@ -25,5 +27,5 @@ pub use quire_files::{FilesError, OriginalStore};
 pub use quire_parse::{Block, OcrSettings, ParseLimits, probe as probe_ocr};
 pub use review::Review;
 pub use semantic::{BackfillReport, Semantic, SemanticError, embedding_text};
-pub use service::{Ingest, IngestError, IngestSettings, Upload, clean_file_name};
+pub use service::{Ingest, IngestError, IngestSettings, Next, Upload, clean_file_name};
 pub use worker::{JobRunner, WorkerSettings};

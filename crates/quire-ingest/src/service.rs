@@ -22,6 +22,7 @@ use tokio::sync::Notify;
 use tracing::Instrument;
 
 use crate::chunker::{ChunkingParams, TokenCounting, WHOLE_SECTIONS, cut_to_window};
+use crate::finish::{Finish, Finishing, Indexes};
 use crate::isolation::{Isolation, PagesRead, ParseJob, parse_isolated};
 use crate::originals::{StageError, StagedFile, StagedUpload, Staging};
 use crate::pipeline::{OutputLimits, Processed, ProcessingError};
@@ -354,13 +355,14 @@ impl Ingest {
     /// Removes a document's chunks from the keyword index and its vectors, so searches stop
     /// finding it at once.
     async fn remove_from_indexes(&self, id: DocumentId) -> Result<(), IngestError> {
-        let index = Arc::clone(&self.index);
-        blocking(move || index.delete_document(id)).await??;
-        if let Some(semantic) = &self.semantic {
-            let vectors = Arc::clone(semantic.vectors());
-            blocking(move || vectors.delete_document(id)).await??;
+        self.indexes().remove(id).await
+    }
+
+    fn indexes(&self) -> Indexes {
+        Indexes {
+            keyword: Arc::clone(&self.index),
+            vectors: self.semantic.as_ref().map(|s| Arc::clone(s.vectors())),
         }
-        Ok(())
     }
 
     /// Waits until an upload arrives (or `notify_worker` is called).
@@ -379,25 +381,43 @@ impl Ingest {
         self.wakeup.notify_one();
     }
 
-    /// Claims and processes one job as `worker`. Returns false when no job was runnable.
+    /// Claims and processes one job as `worker`, to its end (the document is `ready`, `failed`
+    /// or held for review when this returns). Returns false when no job was runnable.
     pub async fn process_next(&self, worker: &str) -> Result<bool, IngestError> {
+        match self.start_next(worker).await? {
+            Next::Idle => Ok(false),
+            Next::Done => Ok(true),
+            Next::Finishing(finishing) => {
+                finishing.run().await?;
+                Ok(true)
+            }
+        }
+    }
+
+    /// Claims and processes one job as `worker` up to the keyword index's commit; a document
+    /// that got that far comes back as [`Next::Finishing`], for the caller to run while it
+    /// goes on with the next job (see [`Finishing`]).
+    pub async fn start_next(&self, worker: &str) -> Result<Next, IngestError> {
         let now = self.clock.now();
         let Some(job) = self
             .store
             .claim_job(worker, now, now + self.settings.lease)
             .await?
         else {
-            return Ok(false);
+            return Ok(Next::Idle);
         };
         let span = tracing::info_span!("job", document = %job.document_id, attempt = job.attempts);
-        self.process_claimed(job).instrument(span).await?;
-        Ok(true)
+        let finish = self.process_claimed(job).instrument(span.clone()).await?;
+        Ok(match finish {
+            Some(finish) => Next::Finishing(Finishing::new(finish, span)),
+            None => Next::Done,
+        })
     }
 
     /// Processes `job` while renewing its lease every third of the lease, so a document that
     /// takes longer than one lease is not claimed (and processed a second time) by another
     /// worker. When a renewal finds the lease lost, the work is dropped: the new owner does it.
-    async fn process_claimed(&self, job: ClaimedJob) -> Result<(), IngestError> {
+    async fn process_claimed(&self, job: ClaimedJob) -> Result<Option<Finish>, IngestError> {
         let work = self.process_leased(&job);
         tokio::pin!(work);
         let every = (self.settings.lease / 3)
@@ -415,7 +435,7 @@ impl Ingest {
                         Ok(true) => {}
                         Ok(false) => {
                             tracing::warn!("lost the job's lease; stopping work on it");
-                            return Ok(());
+                            return Ok(None);
                         }
                         // The lease may still be held: keep working and try again next time.
                         Err(e) => tracing::warn!(error = %e, "could not renew the job's lease"),
@@ -425,7 +445,7 @@ impl Ingest {
         }
     }
 
-    async fn process_leased(&self, job: &ClaimedJob) -> Result<(), IngestError> {
+    async fn process_leased(&self, job: &ClaimedJob) -> Result<Option<Finish>, IngestError> {
         if job.attempts > self.settings.max_attempts {
             let message = format!(
                 "processing was interrupted {} times (the server stopped or the work ran out of \
@@ -435,7 +455,7 @@ impl Ingest {
             self.store
                 .fail_document(job, &message, self.clock.now())
                 .await?;
-            return Ok(());
+            return Ok(None);
         }
         let original = match self.original(job).await {
             Ok(original) => original,
@@ -443,7 +463,7 @@ impl Ingest {
                 self.store
                     .fail_document(job, "the original file is missing", self.clock.now())
                     .await?;
-                return Ok(());
+                return Ok(None);
             }
             Err(e) => {
                 // Not the document's fault: leave the job leased. When the lease runs out it
@@ -477,7 +497,7 @@ impl Ingest {
             }
         };
         match extracted {
-            Ok(processed) => self.index_processed(job, processed, progress).await?,
+            Ok(processed) => return self.index_processed(job, processed, progress).await,
             Err(message) => {
                 tracing::info!(error = %message, "document failed");
                 let outcome = self
@@ -489,7 +509,7 @@ impl Ingest {
                 }
             }
         }
-        Ok(())
+        Ok(None)
     }
 
     /// The original as a local file for the parser: in place when the store keeps it on this
@@ -612,7 +632,7 @@ impl Ingest {
         job: &ClaimedJob,
         processed: Processed,
         progress: Progress,
-    ) -> Result<(), IngestError> {
+    ) -> Result<Option<Finish>, IngestError> {
         let budget = self.settings.index_time_budget;
         let steps = AssertUnwindSafe(self.store_processed(job, processed, progress)).catch_unwind();
         let message = match tokio::time::timeout(budget, steps).await {
@@ -633,18 +653,20 @@ impl Ingest {
         if outcome == FinishOutcome::LeaseLost {
             tracing::warn!("lost the job's lease before failing it");
         }
-        Ok(())
+        Ok(None)
     }
 
+    /// Screens, embeds and submits the chunks to the keyword index; what is left (the commit
+    /// and the transaction that makes the document ready) is returned as a [`Finish`].
     async fn store_processed(
         &self,
         job: &ClaimedJob,
         processed: Processed,
         mut progress: Progress,
-    ) -> Result<(), IngestError> {
+    ) -> Result<Option<Finish>, IngestError> {
         progress.stage(ProcessingStage::Screening, None).await;
         let Some(processed) = self.screen(job, processed).await? else {
-            return Ok(());
+            return Ok(None);
         };
         let (doc, source) = (job.document_id, job.source_id);
         let title = crate::document_title(&job.document_name);
@@ -667,7 +689,7 @@ impl Ingest {
                         self.store
                             .fail_document(job, &message, self.clock.now())
                             .await?;
-                        return Ok(());
+                        return Ok(None);
                     }
                 }
                 progress.advance(count(vectors.len())).await;
@@ -690,43 +712,31 @@ impl Ingest {
                 content: c.content.clone(),
             })
             .collect();
-        let index = Arc::clone(&self.index);
-        if let Err(e) = blocking(move || index.replace_document(doc, source, &indexed)).await? {
-            tracing::error!(error = %e, "indexing failed");
-            self.store
-                .fail_document(
-                    job,
-                    "internal error while indexing; see the server log",
-                    self.clock.now(),
-                )
-                .await?;
-            return Ok(());
-        }
-        let chunk_count = processed.chunks.len();
-        progress.storing();
-        let outcome = self
-            .store
-            .finish_document(
-                job,
-                ProcessedDocument {
-                    chunks: processed.chunks,
-                    page_count: processed.page_count,
-                },
-                self.clock.now(),
-            )
-            .await?;
-        match outcome {
-            FinishOutcome::Stored => tracing::info!(chunks = chunk_count, "document ready"),
-            FinishOutcome::DocumentGone => {
-                // Deleted while we worked: take back what we just indexed.
-                self.remove_from_indexes(doc).await?;
-            }
-            FinishOutcome::LeaseLost => {
-                tracing::warn!("lost the job's lease; another worker has it")
-            }
-        }
-        Ok(())
+        let committed = self.index.submit_replace(doc, source, indexed);
+        Ok(Some(Finish {
+            store: Arc::clone(&self.store),
+            clock: Arc::clone(&self.clock),
+            indexes: self.indexes(),
+            job: job.clone(),
+            document: ProcessedDocument {
+                chunks: processed.chunks,
+                page_count: processed.page_count,
+            },
+            progress,
+            committed,
+        }))
     }
+}
+
+/// What [`Ingest::start_next`] did.
+#[derive(Debug)]
+pub enum Next {
+    /// No job was runnable.
+    Idle,
+    /// A job was processed to its end.
+    Done,
+    /// A job's document awaits its commit: run this to finish it.
+    Finishing(Finishing),
 }
 
 /// A length as a progress count.
@@ -751,7 +761,7 @@ impl LocalOriginal {
 
 /// Runs `f` on the blocking pool. A panic in `f` goes on unwinding in the caller, so the
 /// caller's own panic handling (failing the document) applies to it as well.
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, IngestError> {
     match tokio::task::spawn_blocking(f).await {

@@ -1,16 +1,27 @@
 //! The job runner: a few workers that claim jobs from the store, process them, and sleep until
 //! an upload wakes them or the poll interval passes (jobs can also become runnable when a lease
 //! expires, which nothing announces).
+//!
+//! A worker does not wait for its document's keyword-index commit: it runs the rest of the
+//! document ([`Finishing`]) as a task of its own and claims the next job, so one commit covers
+//! the documents of every worker meanwhile. The documents waiting for a commit are bounded by
+//! the chunks they hold ([`MAX_CHUNKS_AWAITING_COMMIT`]); a worker over it waits before taking
+//! another job.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::FutureExt;
-use tokio::task::JoinHandle;
+use tokio::sync::Semaphore;
+use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
-use crate::Ingest;
+use crate::{Finishing, Ingest, IngestError, Next};
+
+/// Most chunks held in memory by documents of one node that wait for their commit. A commit
+/// takes tens of milliseconds, so this is reached only when commits stall (a slow disk).
+pub const MAX_CHUNKS_AWAITING_COMMIT: usize = 20_000;
 
 /// How many workers run, under which node's name, and how often idle ones look for work.
 #[derive(Debug, Clone)]
@@ -36,18 +47,24 @@ impl JobRunner {
     pub fn start(ingest: Arc<Ingest>, settings: WorkerSettings) -> Self {
         let cancel = CancellationToken::new();
         let run_id = uuid::Uuid::new_v4().simple().to_string();
+        let awaiting_commit = Arc::new(Semaphore::new(MAX_CHUNKS_AWAITING_COMMIT));
         let handles = (0..settings.workers)
             .map(|n| {
-                let worker = format!("{}:{}-{n}", settings.node, &run_id[..8]);
-                let settings = settings.clone();
-                tokio::spawn(work(worker, Arc::clone(&ingest), settings, cancel.clone()))
+                let worker = Worker {
+                    name: format!("{}:{}-{n}", settings.node, &run_id[..8]),
+                    ingest: Arc::clone(&ingest),
+                    settings: settings.clone(),
+                    awaiting_commit: Arc::clone(&awaiting_commit),
+                };
+                tokio::spawn(worker.work(cancel.clone()))
             })
             .collect();
         Self { cancel, handles }
     }
 
-    /// Asks the workers to stop after their current job and waits up to `grace` for them. A job
-    /// still running then keeps its lease and is resumed at the next start.
+    /// Asks the workers to stop after their current job and waits up to `grace` for them and the
+    /// documents they are finishing. A job still running then keeps its lease and is resumed at
+    /// the next start.
     pub async fn shutdown(self, grace: Duration) {
         self.cancel.cancel();
         let all = futures_join(self.handles);
@@ -63,38 +80,89 @@ async fn futures_join(handles: Vec<JoinHandle<()>>) {
     }
 }
 
-async fn work(
-    worker: String,
+/// One worker and what it shares with the others.
+struct Worker {
+    name: String,
     ingest: Arc<Ingest>,
     settings: WorkerSettings,
-    cancel: CancellationToken,
-) {
-    tracing::debug!(%worker, "worker started");
-    while !cancel.is_cancelled() {
-        // Panics after parsing fail their document inside `process_next`; this catches any
-        // other, so the worker lives on (the job is taken up again when its lease runs out).
-        let next = AssertUnwindSafe(ingest.process_next(&worker)).catch_unwind();
-        let found = match next.await {
-            Ok(Ok(found)) => found,
-            Ok(Err(e)) => {
-                tracing::error!(%worker, error = %e, "job processing failed");
-                false
+    awaiting_commit: Arc<Semaphore>,
+}
+
+impl Worker {
+    async fn work(self, cancel: CancellationToken) {
+        let worker = self.name.as_str();
+        tracing::debug!(%worker, "worker started");
+        let mut finishing = JoinSet::new();
+        while !cancel.is_cancelled() {
+            reap(worker, &mut finishing);
+            // Panics after parsing fail their document inside `start_next`; this catches any
+            // other, so the worker lives on (the job is taken up again when its lease runs out).
+            let next = AssertUnwindSafe(self.ingest.start_next(worker)).catch_unwind();
+            let found = match next.await {
+                Ok(Ok(Next::Idle)) => false,
+                Ok(Ok(Next::Done)) => true,
+                Ok(Ok(Next::Finishing(document))) => {
+                    self.finish_apart(document, &mut finishing).await;
+                    true
+                }
+                Ok(Err(e)) => {
+                    tracing::error!(%worker, error = %e, "job processing failed");
+                    false
+                }
+                Err(panic) => {
+                    let message = crate::service::panic_message(&*panic);
+                    tracing::error!(%worker, panic = %message, "job processing panicked");
+                    false
+                }
+            };
+            if found {
+                continue;
             }
-            Err(panic) => {
-                let message = crate::service::panic_message(&*panic);
-                tracing::error!(%worker, panic = %message, "job processing panicked");
-                false
+            tokio::select! {
+                () = cancel.cancelled() => break,
+                () = self.ingest.wait_for_work() => {}
+                // A shared store announces jobs queued on other nodes at once; SQLite just sleeps.
+                () = self.ingest.wait_for_jobs(self.settings.poll_interval) => {}
             }
-        };
-        if found {
-            continue;
         }
-        tokio::select! {
-            () = cancel.cancelled() => break,
-            () = ingest.wait_for_work() => {}
-            // A shared store announces jobs queued on other nodes at once; SQLite just sleeps.
-            () = ingest.wait_for_jobs(settings.poll_interval) => {}
+        while let Some(result) = finishing.join_next().await {
+            log_finished(worker, result);
         }
+        tracing::debug!(%worker, "worker stopped");
     }
-    tracing::debug!(%worker, "worker stopped");
+
+    /// Runs `document`'s last step as a task of this worker, once the documents waiting for
+    /// their commit leave room for its chunks.
+    async fn finish_apart(
+        &self,
+        document: Finishing,
+        finishing: &mut JoinSet<Result<(), IngestError>>,
+    ) {
+        let wanted = document.chunks().clamp(1, MAX_CHUNKS_AWAITING_COMMIT);
+        let permits = u32::try_from(wanted).unwrap_or(u32::MAX);
+        // The semaphore is never closed, so this waits for room and then has it.
+        let room = Arc::clone(&self.awaiting_commit)
+            .acquire_many_owned(permits)
+            .await
+            .ok();
+        finishing.spawn(async move {
+            let _room = room;
+            document.run().await
+        });
+    }
+}
+
+/// Logs the documents whose last step has ended, and forgets them.
+fn reap(worker: &str, finishing: &mut JoinSet<Result<(), IngestError>>) {
+    while let Some(result) = finishing.try_join_next() {
+        log_finished(worker, result);
+    }
+}
+
+fn log_finished(worker: &str, result: Result<Result<(), IngestError>, tokio::task::JoinError>) {
+    match result {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::error!(%worker, error = %e, "finishing a document failed"),
+        Err(e) => tracing::error!(%worker, error = %e, "finishing a document panicked"),
+    }
 }

@@ -2,8 +2,9 @@
 //! path, with the scope applied inside the query so the top-k is taken among visible chunks
 //! only (filtering afterwards would starve small scopes of results).
 
+mod writer;
+
 use std::path::Path;
-use std::sync::Mutex;
 
 use quire_core::{DocumentId, SourceId, SourceScope};
 use tantivy::collector::TopDocs;
@@ -15,7 +16,10 @@ use tantivy::schema::{
 use tantivy::tokenizer::{
     Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, TextAnalyzer,
 };
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term, doc};
+use tantivy::{Index, IndexReader, ReloadPolicy, TantivyDocument, Term};
+
+pub use writer::Committed;
+use writer::{Change, Writer};
 
 /// Name under which the analyzer is registered with Tantivy.
 const ANALYZER: &str = "quire_en";
@@ -33,6 +37,10 @@ pub enum SearchError {
     /// The index directory could not be opened.
     #[error("could not open the keyword index: {0}")]
     Open(String),
+    /// A batch of changes could not be committed (the message is the cause, shared by every
+    /// change of the batch).
+    #[error("keyword index commit failed: {0}")]
+    Commit(String),
     /// A stored field was missing or malformed.
     #[error("corrupt keyword index entry: {0}")]
     Corrupt(String),
@@ -86,7 +94,7 @@ struct Fields {
 /// A persistent BM25 index of chunks. All methods block; call them off the async runtime.
 pub struct KeywordIndex {
     index: Index,
-    writer: Mutex<IndexWriter>,
+    writer: Writer,
     reader: IndexReader,
     fields: Fields,
 }
@@ -136,13 +144,14 @@ impl KeywordIndex {
         let index = Index::open_or_create(directory, schema)?;
         index.tokenizers().register(ANALYZER, analyzer());
         let writer = index.writer_with_num_threads(1, WRITER_HEAP_BYTES)?;
-        let reader = index
+        let reader: IndexReader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
             .try_into()?;
+        let writer = Writer::start(writer, reader.clone(), fields)?;
         Ok(Self {
             index,
-            writer: Mutex::new(writer),
+            writer,
             reader,
             fields,
         })
@@ -156,48 +165,40 @@ impl KeywordIndex {
         source: SourceId,
         chunks: &[IndexedChunk],
     ) -> Result<(), SearchError> {
-        let f = self.fields;
-        let mut writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-        writer.delete_term(Term::from_field_text(f.document_id, &document.to_string()));
-        for chunk in chunks {
-            let mut entry = doc!(
-                f.document_id => document.to_string(),
-                f.source_id => source.to_string(),
-                f.ordinal => u64::from(chunk.ordinal),
-                f.page => u64::from(chunk.page),
-                f.section => chunk.section.as_str(),
-                f.content => chunk.content.as_str(),
-            );
-            // The title is a second value of the heading field: searched as headings are, at
-            // their weight, while a hit still shows the heading path (the first value) alone.
-            // Indexes written before titles keep working; their chunks gain titles when their
-            // documents are indexed again.
-            if !chunk.title.is_empty() {
-                entry.add_text(f.section, &chunk.title);
-            }
-            writer.add_document(entry)?;
-        }
-        self.commit(&mut writer)
+        self.submit_replace(document, source, chunks.to_vec())
+            .wait_blocking()
+    }
+
+    /// Queues the replacement of whatever the index holds for `document` with `chunks`; it is
+    /// searchable once the returned promise resolves. Replacements submitted together share a
+    /// commit (see [`writer`]), so a caller that does not wait for each one in turn (a pipeline
+    /// of documents) pays for a commit per burst, not per document.
+    pub fn submit_replace(
+        &self,
+        document: DocumentId,
+        source: SourceId,
+        chunks: Vec<IndexedChunk>,
+    ) -> Committed {
+        self.writer.submit(Change::Replace {
+            document,
+            source,
+            chunks,
+        })
     }
 
     /// Removes every chunk of `document`; searches stop finding it before this returns.
     pub fn delete_document(&self, document: DocumentId) -> Result<(), SearchError> {
-        let mut writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-        writer.delete_term(Term::from_field_text(
-            self.fields.document_id,
-            &document.to_string(),
-        ));
-        self.commit(&mut writer)
+        self.submit_delete(document).wait_blocking()
     }
 
-    fn commit(&self, writer: &mut IndexWriter) -> Result<(), SearchError> {
-        if let Err(e) = writer.commit() {
-            // Drop the failed batch so the next commit does not carry half of it.
-            let _ = writer.rollback();
-            return Err(e.into());
-        }
-        self.reader.reload()?;
-        Ok(())
+    /// Queues the removal of every chunk of `document`; done once the promise resolves.
+    pub fn submit_delete(&self, document: DocumentId) -> Committed {
+        self.writer.submit(Change::Delete(document))
+    }
+
+    /// Commits made since the index was opened (each covers one or more changes).
+    pub fn commits(&self) -> u64 {
+        self.writer.commits()
     }
 
     /// The documents that have chunks in the index, in no particular order: what a sweep for
@@ -570,6 +571,79 @@ mod tests {
                 .search("?!", &SourceScope::All, 10)
                 .unwrap()
                 .is_empty()
+        );
+    }
+
+    /// A burst of changes submitted without waiting shares commits, and each is searchable
+    /// when its promise resolves, in the order submitted (a delete after a replace wins).
+    #[test]
+    fn changes_submitted_together_share_a_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = KeywordIndex::open(dir.path()).unwrap();
+        let source = SourceId::new();
+        let docs: Vec<DocumentId> = (0..200).map(|_| DocumentId::new()).collect();
+        let before = index.commits();
+        let promises: Vec<Committed> = docs
+            .iter()
+            .enumerate()
+            .map(|(n, &doc)| {
+                let text = format!("turbine blade number{n}");
+                index.submit_replace(doc, source, vec![chunk(0, 1, "", &text)])
+            })
+            .collect();
+        let deleted = index.submit_delete(docs[7]);
+        for promise in promises {
+            promise.wait_blocking().unwrap();
+        }
+        deleted.wait_blocking().unwrap();
+        let commits = index.commits() - before;
+        assert!(
+            (1..=20).contains(&commits),
+            "{commits} commits for 201 changes"
+        );
+        assert_eq!(index.chunk_count(), 199);
+        let hits = index.search("number42", &SourceScope::All, 10).unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].document_id, docs[42]);
+        assert!(
+            index
+                .search("number7", &SourceScope::All, 10)
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    /// Closing the index commits what is still waiting and releases its lock, so the next
+    /// open in the same process finds the changes.
+    #[test]
+    fn closing_commits_what_waits_and_releases_the_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = SourceId::new();
+        let doc = DocumentId::new();
+        {
+            let index = KeywordIndex::open(dir.path()).unwrap();
+            let _ = index.submit_replace(doc, source, vec![chunk(0, 1, "", "late arrival")]);
+        }
+        let index = KeywordIndex::open(dir.path()).unwrap();
+        let hits = index.search("arrival", &SourceScope::All, 10).unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].document_id, doc);
+    }
+
+    /// An async caller awaits the commit without blocking its runtime.
+    #[test]
+    fn a_commit_can_be_awaited() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = KeywordIndex::open(dir.path()).unwrap();
+        let doc = DocumentId::new();
+        let promise = index.submit_replace(doc, SourceId::new(), vec![chunk(0, 1, "", "awaited")]);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        runtime.block_on(promise.wait()).unwrap();
+        assert_eq!(
+            index.search("awaited", &SourceScope::All, 1).unwrap().len(),
+            1
         );
     }
 }

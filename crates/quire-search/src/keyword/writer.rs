@@ -1,0 +1,222 @@
+//! Group commit: one thread owns the Tantivy writer, applies every change waiting for it, commits
+//! them together and then tells each caller that its change is searchable.
+//!
+//! A Tantivy commit flushes a segment and syncs several files; made after every document it was
+//! 86 % of keyword-only ingest time (`docs/performance.md`). Changes that arrive while a commit
+//! runs wait for the next one, so the batch grows with the load on its own: one document alone is
+//! committed at once, a burst shares one commit. No timer holds a change back.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+use quire_core::{DocumentId, SourceId};
+use tantivy::{IndexReader, IndexWriter, TantivyDocument, Term, doc};
+use tokio::sync::oneshot;
+
+use super::{Fields, IndexedChunk, SearchError};
+
+/// Most changes applied in one commit: bounds the memory a burst holds and the time a caller
+/// waits behind others.
+const MAX_BATCH: usize = 1024;
+
+/// A change to the index.
+pub(super) enum Change {
+    /// Replace whatever the index holds for the document with these chunks.
+    Replace {
+        document: DocumentId,
+        source: SourceId,
+        chunks: Vec<IndexedChunk>,
+    },
+    /// Remove every chunk of the document.
+    Delete(DocumentId),
+}
+
+/// A change and whom to tell when it is committed (or why it is not).
+struct Request {
+    change: Change,
+    committed: oneshot::Sender<Result<(), String>>,
+}
+
+/// The promise of a submitted change: resolved once the commit that includes it is done and
+/// searches see it. Dropping it does not withdraw the change.
+#[derive(Debug)]
+#[must_use = "a change is searchable only once its commit is awaited"]
+pub struct Committed(oneshot::Receiver<Result<(), String>>);
+
+impl Committed {
+    /// Waits for the commit, on an async task.
+    pub async fn wait(self) -> Result<(), SearchError> {
+        outcome(self.0.await)
+    }
+
+    /// Waits for the commit, blocking this thread (never call it on an async runtime's
+    /// worker thread).
+    pub fn wait_blocking(self) -> Result<(), SearchError> {
+        outcome(self.0.blocking_recv())
+    }
+}
+
+fn outcome(
+    received: Result<Result<(), String>, oneshot::error::RecvError>,
+) -> Result<(), SearchError> {
+    match received {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(message)) => Err(SearchError::Commit(message)),
+        Err(_) => Err(SearchError::Commit(
+            "the index writer stopped before committing".to_owned(),
+        )),
+    }
+}
+
+/// The handle to the writer thread; dropping it commits what is waiting and joins the thread,
+/// so the index's lock is released when this returns.
+pub(super) struct Writer {
+    requests: Option<mpsc::Sender<Request>>,
+    thread: Option<JoinHandle<()>>,
+    commits: Arc<AtomicU64>,
+}
+
+impl Writer {
+    /// Starts the thread that owns `writer` and reloads `reader` after each commit.
+    pub(super) fn start(
+        writer: IndexWriter,
+        reader: IndexReader,
+        fields: Fields,
+    ) -> Result<Self, SearchError> {
+        let (requests, incoming) = mpsc::channel();
+        let commits = Arc::new(AtomicU64::new(0));
+        let counter = Arc::clone(&commits);
+        let thread = std::thread::Builder::new()
+            .name("quire-keyword-writer".to_owned())
+            .spawn(move || run(writer, reader, fields, incoming, counter))
+            .map_err(|e| SearchError::Open(format!("could not start the index writer: {e}")))?;
+        Ok(Self {
+            requests: Some(requests),
+            thread: Some(thread),
+            commits,
+        })
+    }
+
+    /// Queues `change` for the next commit.
+    pub(super) fn submit(&self, change: Change) -> Committed {
+        let (committed, receiver) = oneshot::channel();
+        if let Some(requests) = &self.requests {
+            // A send fails only when the thread has ended (it panicked); the dropped sender
+            // then resolves the promise with an error.
+            let _ = requests.send(Request { change, committed });
+        }
+        Committed(receiver)
+    }
+
+    /// Commits made since the index was opened.
+    pub(super) fn commits(&self) -> u64 {
+        self.commits.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        drop(self.requests.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The writer thread: takes the first waiting change, then every other one already waiting (up
+/// to [`MAX_BATCH`]), applies them in order, commits once and answers all of them.
+fn run(
+    mut writer: IndexWriter,
+    reader: IndexReader,
+    fields: Fields,
+    incoming: mpsc::Receiver<Request>,
+    commits: Arc<AtomicU64>,
+) {
+    while let Ok(first) = incoming.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match incoming.try_recv() {
+                Ok(next) => batch.push(next),
+                Err(_) => break,
+            }
+        }
+        let result = match apply(&writer, fields, &batch) {
+            Ok(()) => commit(&mut writer, &reader),
+            Err(e) => {
+                // Drop what was added, so the next commit does not carry half of this batch.
+                let _ = writer.rollback();
+                Err(e)
+            }
+        };
+        if result.is_ok() {
+            commits.fetch_add(1, Ordering::Relaxed);
+        }
+        let answer = result.map_err(|e| {
+            tracing::error!(error = %e, changes = batch.len(), "keyword index commit failed");
+            e.to_string()
+        });
+        for request in batch {
+            let _ = request.committed.send(answer.clone());
+        }
+    }
+}
+
+/// Adds the batch's changes to the writer. A delete applies to documents added before it, so a
+/// replacement's new chunks survive its own delete, within one commit as across commits.
+fn apply(writer: &IndexWriter, f: Fields, batch: &[Request]) -> Result<(), SearchError> {
+    for request in batch {
+        match &request.change {
+            Change::Delete(document) => {
+                writer.delete_term(Term::from_field_text(f.document_id, &document.to_string()));
+            }
+            Change::Replace {
+                document,
+                source,
+                chunks,
+            } => {
+                writer.delete_term(Term::from_field_text(f.document_id, &document.to_string()));
+                for chunk in chunks {
+                    writer.add_document(entry(f, *document, *source, chunk))?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn entry(
+    f: Fields,
+    document: DocumentId,
+    source: SourceId,
+    chunk: &IndexedChunk,
+) -> TantivyDocument {
+    let mut entry = doc!(
+        f.document_id => document.to_string(),
+        f.source_id => source.to_string(),
+        f.ordinal => u64::from(chunk.ordinal),
+        f.page => u64::from(chunk.page),
+        f.section => chunk.section.as_str(),
+        f.content => chunk.content.as_str(),
+    );
+    // The title is a second value of the heading field: searched as headings are, at their
+    // weight, while a hit still shows the heading path (the first value) alone. Indexes written
+    // before titles keep working; their chunks gain titles when their documents are indexed
+    // again.
+    if !chunk.title.is_empty() {
+        entry.add_text(f.section, &chunk.title);
+    }
+    entry
+}
+
+/// Commits and makes the commit visible to searches. A failed commit is rolled back, so the
+/// next one does not carry half of this batch.
+fn commit(writer: &mut IndexWriter, reader: &IndexReader) -> Result<(), SearchError> {
+    if let Err(e) = writer.commit() {
+        let _ = writer.rollback();
+        return Err(e.into());
+    }
+    reader.reload()?;
+    Ok(())
+}
