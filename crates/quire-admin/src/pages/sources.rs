@@ -194,69 +194,6 @@ fn is_pending(status: DocumentStatus) -> bool {
     matches!(status, DocumentStatus::Queued | DocumentStatus::Processing)
 }
 
-/// Polls the statuses (and the progress of documents being processed) once a second while a
-/// document is still queued or processing.
-const POLL_SCRIPT: &str = r#"<script>
-(function () {
-  var table = document.getElementById("documents");
-  if (!table || !window.fetch) return;
-  var url = table.getAttribute("data-statuses");
-  function pending() {
-    var cells = table.querySelectorAll("td.status");
-    for (var i = 0; i < cells.length; i++) {
-      var s = cells[i].textContent.split(/[:(]/)[0].trim();
-      if (s === "queued" || s === "processing") return true;
-    }
-    return false;
-  }
-  function poll() {
-    if (!pending()) return;
-    fetch(url, {credentials: "same-origin"}).then(function (r) {
-      return r.ok ? r.json() : null;
-    }).then(function (all) {
-      if (!all) return;
-      Object.keys(all).forEach(function (id) {
-        var row = table.querySelector('tr[data-document-id="' + id + '"]');
-        if (!row) return;
-        var cell = row.querySelector("td.status");
-        var s = all[id];
-        cell.textContent = s.error ? s.status + ": " + s.error
-          : s.progress ? s.status + " (" + s.progress + ")" : s.status;
-        cell.className = s.status === "failed" ? "status status-failed" : "status";
-        var chunks = row.querySelector("td.chunks");
-        if (chunks) chunks.textContent = s.chunkCount;
-      });
-      setTimeout(poll, 1000);
-    }, function () { setTimeout(poll, 1000); });
-  }
-  setTimeout(poll, 1000);
-})();
-</script>"#;
-
-/// On a document's page while it is queued or processing: polls its source's statuses once a
-/// second, shows the status and progress, and reloads the page once processing has ended (so
-/// the extracted text appears).
-const DOCUMENT_POLL_SCRIPT: &str = r#"<script>
-(function () {
-  var cell = document.getElementById("document-status");
-  if (!cell || !window.fetch) return;
-  var url = cell.getAttribute("data-statuses");
-  var id = cell.getAttribute("data-document-id");
-  function poll() {
-    fetch(url, {credentials: "same-origin"}).then(function (r) {
-      return r.ok ? r.json() : null;
-    }).then(function (all) {
-      var s = all && all[id];
-      if (!s) { setTimeout(poll, 1000); return; }
-      if (s.status !== "queued" && s.status !== "processing") { window.location.reload(); return; }
-      cell.textContent = s.progress ? s.status + " (" + s.progress + ")" : s.status;
-      setTimeout(poll, 1000);
-    }, function () { setTimeout(poll, 1000); });
-  }
-  setTimeout(poll, 1000);
-})();
-</script>"#;
-
 async fn source_of(state: &AdminState, id: &str) -> Result<Option<SourceRecord>, AdminError> {
     let Ok(id) = id.parse::<SourceId>() else {
         return Ok(None);
@@ -294,7 +231,7 @@ pub(crate) async fn show(
         );
     }
     let table = format!(
-        r#"<div class="table"><table id="documents" data-statuses="/admin/sources/{id}/statuses">
+        r#"<div class="table"><table id="documents" data-statuses="/admin/sources/{id}/statuses"{poll}>
 <thead><tr><th scope="col">Document</th><th scope="col">Status</th><th scope="col">Chunks</th><th scope="col">Bytes</th><th scope="col">Uploaded</th></tr></thead>
 <tbody>{rows}</tbody></table></div>{empty}"#,
         id = source.id,
@@ -316,15 +253,15 @@ pub(crate) async fn show(
 <input type="file" id="files" name="files" multiple required>
 <button type="submit" id="upload-button">Upload</button>
 </form>
-<p><a href="/admin/sources">Back to the sources</a></p>
-{script}"#,
+<p><a href="/admin/sources">Back to the sources</a></p>"#,
         name = esc(&source.name),
         description = esc(&source.description),
         id = source.id,
         csrf = csrf_field(&signed.csrf),
         max = human_size(state.app.ingest.settings().max_upload_bytes),
-        script = if docs.iter().any(|d| is_pending(d.status)) {
-            POLL_SCRIPT
+        // admin.js polls the statuses of a table (or a document) marked `data-poll`.
+        poll = if docs.iter().any(|d| is_pending(d.status)) {
+            " data-poll"
         } else {
             ""
         },
@@ -557,7 +494,7 @@ pub(crate) async fn document(
         r#"<h1>{name}</h1>
 <div class="table"><table>
 <tbody>
-<tr><th scope="row">Status</th><td class="status" id="document-status" data-statuses="/admin/sources/{source}/statuses" data-document-id="{id}">{status}</td></tr>
+<tr><th scope="row">Status</th><td class="status" id="document-status" data-statuses="/admin/sources/{source}/statuses" data-document-id="{id}"{poll}>{status}</td></tr>
 <tr><th scope="row">Chunks</th><td>{chunks}</td></tr>
 <tr><th scope="row">Pages</th><td>{page_count}</td></tr>
 <tr><th scope="row">Error</th><td>{error}</td></tr>
@@ -571,12 +508,11 @@ pub(crate) async fn document(
 <div><input type="checkbox" id="confirm-delete" name="confirm" value="yes" required> <label for="confirm-delete">Delete this document, its text and its original file; this cannot be undone</label></div>
 <button type="submit" class="danger" id="delete-button">Delete document</button>
 </form>
-<p><a href="/admin/sources/{source}">Back to the source</a></p>
-{script}"#,
+<p><a href="/admin/sources/{source}">Back to the source</a></p>"#,
         name = esc(&doc.name),
         status = esc(&status),
-        script = if is_pending(doc.status) {
-            DOCUMENT_POLL_SCRIPT
+        poll = if is_pending(doc.status) {
+            " data-poll"
         } else {
             ""
         },

@@ -152,19 +152,7 @@ pub(crate) async fn create(
 <button type="button" id="copy" hidden>Copy to clipboard</button>
 <p id="copied" class="muted" role="status" aria-live="polite"></p>
 </div>
-<p><a href="/admin/webhooks">Back to the webhooks</a></p>
-<script>
-(function () {{
-  var button = document.getElementById("copy");
-  if (!navigator.clipboard) return;
-  button.hidden = false;
-  button.addEventListener("click", function () {{
-    navigator.clipboard.writeText(document.getElementById("secret").value).then(function () {{
-      document.getElementById("copied").textContent = "Copied.";
-    }});
-  }});
-}})();
-</script>"#,
+<p><a href="/admin/webhooks">Back to the webhooks</a></p>"#,
         url = esc(&hook.url),
         events = events_text(&hook),
         secret = esc(&secret),

@@ -603,3 +603,93 @@ async fn the_source_page_shows_the_progress_of_a_document_being_processed() {
         "the document's page polls too: {detail}"
     );
 }
+
+/// No page carries inline script or style, and the policy allows none: style and script come
+/// from the admin's own files, which are served to anyone with their types.
+#[tokio::test]
+async fn pages_load_style_and_script_only_from_their_own_files() {
+    let (server, cookie, csrf) = signed_in(false).await;
+    let source = create_source(&server, &cookie, &csrf, "Policies").await;
+    let mut pages = vec![("/admin/login".to_owned(), String::new())];
+    for path in [
+        "/admin".to_owned(),
+        "/admin/sources".to_owned(),
+        format!("/admin/sources/{source}"),
+        "/admin/keys".to_owned(),
+        "/admin/review".to_owned(),
+        "/admin/webhooks".to_owned(),
+        "/admin/playground".to_owned(),
+        "/admin/audit".to_owned(),
+        "/admin/no-such-page".to_owned(),
+    ] {
+        pages.push((path, cookie.clone()));
+    }
+    for (path, cookie) in &pages {
+        let response = client()
+            .get(server.url(path))
+            .header(COOKIE, cookie.as_str())
+            .send()
+            .await
+            .unwrap();
+        let policy = response.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            policy.contains("script-src 'self'")
+                && policy.contains("style-src 'self'")
+                && !policy.contains("unsafe-inline"),
+            "{path}: {policy}"
+        );
+        let html = response.text().await.unwrap();
+        assert!(!html.contains("<style"), "{path} has inline style");
+        assert!(!html.contains(" style="), "{path} has a style attribute");
+        assert!(
+            !has_inline_handler(&html),
+            "{path} has an inline event handler"
+        );
+        for script in html.split("<script").skip(1) {
+            assert!(
+                script.starts_with(r#" src="/admin/assets/admin.js""#),
+                "{path} has an inline script: <script{}",
+                &script[..script.len().min(80)]
+            );
+        }
+        assert!(
+            html.contains(r#"<link rel="stylesheet" href="/admin/assets/admin.css">"#),
+            "{path} does not link the stylesheet"
+        );
+    }
+    for (name, content_type, needle) in [
+        ("admin.css", "text/css", "box-sizing"),
+        ("admin.js", "text/javascript", "clipboard"),
+    ] {
+        let response = client()
+            .get(server.url(&format!("/admin/assets/{name}")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK, "{name}");
+        let served = response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert!(served.starts_with(content_type), "{name}: {served}");
+        assert!(response.text().await.unwrap().contains(needle), "{name}");
+    }
+    let missing = client()
+        .get(server.url("/admin/assets/other.js"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+}
+
+/// Whether `html` has an event-handler attribute (` onclick=`, ` onload=` and the like).
+fn has_inline_handler(html: &str) -> bool {
+    html.match_indices(" on").any(|(at, _)| {
+        let rest = &html[at + 3..];
+        let name = rest.bytes().take_while(u8::is_ascii_lowercase).count();
+        name > 0 && rest[name..].starts_with('=')
+    })
+}
