@@ -235,6 +235,12 @@ pub(crate) async fn show(
 <thead><tr><th scope="col">Document</th><th scope="col">Status</th><th scope="col">Chunks</th><th scope="col">Bytes</th><th scope="col">Uploaded</th></tr></thead>
 <tbody>{rows}</tbody></table></div>{empty}"#,
         id = source.id,
+        // admin.js polls the statuses of a table (or a document) marked `data-poll`.
+        poll = if docs.iter().any(|d| is_pending(d.status)) {
+            " data-poll"
+        } else {
+            ""
+        },
         empty = if docs.is_empty() {
             r#"<p class="muted">No document yet.</p>"#
         } else {
@@ -259,12 +265,6 @@ pub(crate) async fn show(
         id = source.id,
         csrf = csrf_field(&signed.csrf),
         max = human_size(state.app.ingest.settings().max_upload_bytes),
-        // admin.js polls the statuses of a table (or a document) marked `data-poll`.
-        poll = if docs.iter().any(|d| is_pending(d.status)) {
-            " data-poll"
-        } else {
-            ""
-        },
     );
     Ok(page(NAV, &source.name, &signed.csrf, &body).into_response())
 }
