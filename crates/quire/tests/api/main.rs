@@ -3,6 +3,7 @@
 mod admin;
 mod admin_browser;
 mod auth;
+mod bench_fuzz;
 mod bench_ingest;
 mod browser;
 mod cli;
