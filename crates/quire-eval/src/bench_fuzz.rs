@@ -510,10 +510,11 @@ fn note_text(run: &Run, tried: &Tried, kind: &str) -> String {
     )
 }
 
+/// The last line of a worker's stderr that says something (not Rust's backtrace hint).
 fn last_line(text: &str) -> String {
     text.lines()
         .rev()
-        .find(|l| !l.trim().is_empty())
+        .find(|l| !l.trim().is_empty() && !l.starts_with("note: "))
         .unwrap_or("")
         .trim()
         .to_owned()
