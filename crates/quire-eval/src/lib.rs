@@ -5,6 +5,7 @@
 
 pub mod bench;
 pub mod bench_embed;
+pub mod bench_fuzz;
 pub mod bench_generate;
 pub mod bench_ingest;
 pub mod bench_vectors;

@@ -54,7 +54,7 @@ pub struct WorkerCommand {
 /// One document to parse and chunk.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct ParseJob {
+pub struct ParseJob {
     /// The stored original.
     pub path: PathBuf,
     /// The document's file name (format detection uses its extension).
@@ -221,8 +221,73 @@ async fn in_child(
     budget: Duration,
     pages: PagesRead,
 ) -> Result<Processed, String> {
+    run_child(command, job, budget, pages).await.result
+}
+
+/// How a parse worker's run ended, told apart more finely than the document's error does: to
+/// the server each of these is a ready or failed document, but `quire bench fuzz` counts a
+/// crash or a panic as a parser bug and a timeout or the memory budget as a limit at work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorkerEnd {
+    /// The worker answered: the document parsed, or failed with a reason.
+    Answered,
+    /// A parser panicked; the worker caught it and answered the crash message.
+    Panicked,
+    /// The worker ran past the time budget and was killed.
+    TimedOut,
+    /// The worker ran out of its memory budget.
+    OutOfMemory,
+    /// The worker died without a usable answer (a signal, an abort, an exit before answering,
+    /// an answer that is not the protocol's, or none at all); `how` says what was seen.
+    Crashed {
+        /// The exit status, or what else went wrong.
+        how: String,
+    },
+}
+
+/// One document through a parse worker process, as [`run_worker`] reports it.
+#[derive(Debug)]
+pub struct WorkerRun {
+    /// The document's result exactly as the server records it.
+    pub result: Result<Processed, String>,
+    /// How the worker ended.
+    pub end: WorkerEnd,
+    /// The end of the worker's stderr (a panic's or an abort's message is printed last).
+    pub stderr: String,
+}
+
+impl WorkerRun {
+    fn without_worker(result: Result<Processed, String>, end: WorkerEnd) -> Self {
+        Self {
+            result,
+            end,
+            stderr: String::new(),
+        }
+    }
+}
+
+/// Parses and chunks `job` in a parse worker process started by `command`, exactly as the
+/// server does, and says how the worker ended as well as the document's result.
+pub async fn run_worker(command: &WorkerCommand, job: ParseJob, budget: Duration) -> WorkerRun {
+    // Nobody watches the pages of a run outside the server.
+    let pages = tokio::sync::watch::channel(None).0;
+    run_child(command, job, budget, pages).await
+}
+
+async fn run_child(
+    command: &WorkerCommand,
+    job: ParseJob,
+    budget: Duration,
+    pages: PagesRead,
+) -> WorkerRun {
     let output = job.output;
-    let request = request_bytes(command, job, budget)?;
+    let request = match request_bytes(command, job, budget) {
+        Ok(request) => request,
+        Err(e) => {
+            let how = "the request could not be encoded".to_owned();
+            return WorkerRun::without_worker(Err(e), WorkerEnd::Crashed { how });
+        }
+    };
     let mut child = match Command::new(&command.program)
         .args(&command.args)
         // The worker reads hostile files: it gets none of the server's environment (the admin
@@ -241,7 +306,8 @@ async fn in_child(
                 program = %command.program.display(), error = %e,
                 "could not start the parse worker"
             );
-            return Err(CRASHED.into());
+            let how = format!("could not start the parse worker: {e}");
+            return WorkerRun::without_worker(Err(CRASHED.into()), WorkerEnd::Crashed { how });
         }
     };
     let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
@@ -265,13 +331,19 @@ async fn in_child(
         if let Err(e) = child.kill().await {
             tracing::error!(error = %e, "could not kill the parse worker");
         }
-        return Err(over_time(budget));
+        return WorkerRun::without_worker(Err(over_time(budget)), WorkerEnd::TimedOut);
     };
+    let stderr = String::from_utf8_lossy(&stderr_tail).trim().to_owned();
     let status = match status {
         Ok(status) => status,
         Err(e) => {
             tracing::error!(error = %e, "could not wait for the parse worker");
-            return Err(CRASHED.into());
+            let how = format!("could not wait for the parse worker: {e}");
+            return WorkerRun {
+                result: Err(CRASHED.into()),
+                end: WorkerEnd::Crashed { how },
+                stderr,
+            };
         }
     };
     let response = match response {
@@ -280,17 +352,28 @@ async fn in_child(
             // The worker checks the text itself; an answer this long means it did not.
             tracing::warn!("the parse worker's answer passed the cap; it was stopped");
             let _ = child.kill().await;
-            return Err(ProcessingError::TextTooLarge {
-                limit: output.max_text_bytes,
-            }
-            .to_string());
+            return WorkerRun {
+                result: Err(ProcessingError::TextTooLarge {
+                    limit: output.max_text_bytes,
+                }
+                .to_string()),
+                end: WorkerEnd::Crashed {
+                    how: "its answer passed the cap".into(),
+                },
+                stderr,
+            };
         }
         Err(e) => {
             tracing::warn!(error = %e, "could not read the parse worker's response");
             Vec::new()
         }
     };
-    interpret(command.memory_limit_bytes, status, &response, &stderr_tail)
+    let (result, end) = interpret(command.memory_limit_bytes, status, &response, &stderr);
+    WorkerRun {
+        result,
+        end,
+        stderr,
+    }
 }
 
 fn request_bytes(
@@ -313,32 +396,44 @@ fn request_bytes(
     })
 }
 
-/// Turns what the worker left behind into the document's result.
+/// Turns what the worker left behind (`stderr` already trimmed) into the document's result,
+/// and says how the worker ended.
 fn interpret(
     memory_limit_bytes: u64,
     status: ExitStatus,
     stdout: &[u8],
-    stderr: &[u8],
-) -> Result<Processed, String> {
-    let stderr = String::from_utf8_lossy(stderr);
-    let stderr = stderr.trim();
+    stderr: &str,
+) -> (Result<Processed, String>, WorkerEnd) {
     match serde_json::from_slice::<WorkerResponse>(stdout) {
         Ok(response) => {
             if !status.success() {
                 tracing::warn!(%status, stderr, "the parse worker answered, then exited abnormally");
             }
-            response.into_result(memory_limit_bytes)
+            let end = match &response {
+                WorkerResponse::Failed { message, .. } if message == CRASHED => WorkerEnd::Panicked,
+                WorkerResponse::OutOfMemory => WorkerEnd::OutOfMemory,
+                WorkerResponse::Processed(_) | WorkerResponse::Failed { .. } => WorkerEnd::Answered,
+            };
+            (response.into_result(memory_limit_bytes), end)
         }
         Err(_) if !status.success() && allocation_failed(stderr) => {
             tracing::debug!(%status, stderr, "the parse worker ran out of memory");
-            Err(out_of_memory(memory_limit_bytes))
+            (
+                Err(out_of_memory(memory_limit_bytes)),
+                WorkerEnd::OutOfMemory,
+            )
         }
         Err(e) => {
             tracing::error!(
                 %status, stderr, response_error = %e,
                 "the parse worker crashed or answered nonsense"
             );
-            Err(CRASHED.into())
+            let how = if status.success() {
+                format!("exited without a valid answer ({e})")
+            } else {
+                status.to_string()
+            };
+            (Err(CRASHED.into()), WorkerEnd::Crashed { how })
         }
     }
 }
@@ -741,17 +836,20 @@ mod tests {
         )
         .unwrap();
         let answer = serve_here(job(&good, "a.md"));
-        assert_eq!(interpret(16 * MIB, exited_ok(), &answer, b""), Ok(expected));
+        assert_eq!(
+            interpret(16 * MIB, exited_ok(), &answer, "").0,
+            Ok(expected)
+        );
 
         let image = dir.path().join("gif");
         std::fs::write(&image, b"GIF89a rest").unwrap();
         let answer = serve_here(job(&image, "a.gif"));
-        let error = interpret(16 * MIB, exited_ok(), &answer, b"").unwrap_err();
+        let error = interpret(16 * MIB, exited_ok(), &answer, "").0.unwrap_err();
         assert!(error.contains("GIF image is not supported"), "{error}");
 
         let answer = serve_here(job(&dir.path().join("missing"), "a.md"));
         assert_eq!(
-            interpret(16 * MIB, exited_ok(), &answer, b""),
+            interpret(16 * MIB, exited_ok(), &answer, "").0,
             Err("the stored original file could not be read".into())
         );
     }
@@ -871,6 +969,57 @@ mod tests {
             error,
             "processing this file needed more than the 16 MiB memory limit"
         );
+    }
+
+    /// What `quire bench fuzz` tells apart: each stand-in worker's end, and the document's
+    /// error the server would record for it.
+    #[tokio::test]
+    async fn a_worker_run_says_how_the_worker_ended() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("guide.md");
+        std::fs::write(&path, "# Pump").unwrap();
+        let panicked = serde_json::to_string(&WorkerResponse::Failed {
+            message: CRASHED.into(),
+            log: Some("a parser panicked: boom".into()),
+        })
+        .unwrap();
+        let failed = r#"{"failed": {"message": "the PDF is damaged", "log": null}}"#;
+        let oom = "ulimit -c 0; cat >/dev/null; \
+                   echo 'memory allocation of 9 bytes failed' >&2; kill -ABRT $$";
+        let cases: [(&str, Duration, WorkerEnd); 5] = [
+            (
+                "cat >/dev/null; kill -SEGV $$",
+                Duration::from_secs(10),
+                WorkerEnd::Crashed {
+                    how: "signal: 11 (SIGSEGV)".into(),
+                },
+            ),
+            ("exec sleep 60", Duration::from_secs(1), WorkerEnd::TimedOut),
+            (oom, Duration::from_secs(10), WorkerEnd::OutOfMemory),
+            (
+                &format!("cat >/dev/null; echo 'panicked at x.rs' >&2; printf '%s' '{panicked}'"),
+                Duration::from_secs(10),
+                WorkerEnd::Panicked,
+            ),
+            (
+                &format!("cat >/dev/null; printf '%s' '{failed}'"),
+                Duration::from_secs(10),
+                WorkerEnd::Answered,
+            ),
+        ];
+        for (body, budget, expected) in cases {
+            let Isolation::ChildProcess(command) = script(body, &[]) else {
+                unreachable!("a script is a child process");
+            };
+            let run = run_worker(&command, job(&path, "guide.md"), budget).await;
+            assert_eq!(run.end, expected, "{body}");
+            let error = run.result.unwrap_err();
+            assert!(!error.is_empty(), "{body}");
+            if expected == WorkerEnd::Panicked {
+                assert_eq!(error, CRASHED);
+                assert!(run.stderr.ends_with("panicked at x.rs"), "{}", run.stderr);
+            }
+        }
     }
 
     #[tokio::test]

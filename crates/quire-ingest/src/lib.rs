@@ -19,7 +19,10 @@ pub use chunker::{
 };
 pub use context::document_title;
 pub use finish::Finishing;
-pub use isolation::{Isolation, WorkerCommand, WorkerError, run_parse_worker};
+pub use isolation::{
+    Isolation, ParseJob, WorkerCommand, WorkerEnd, WorkerError, WorkerRun, run_parse_worker,
+    run_worker,
+};
 pub use originals::{StageError, StagedFile, StagedUpload, Staging, StagingLimits};
 pub use pipeline::{OutputLimits, Processed, ProcessingError, process_file};
 pub use progress::{CHUNKS_EMBEDDED, REPORT_EVERY, STAGE_SECONDS};

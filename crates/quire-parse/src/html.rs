@@ -2,7 +2,8 @@
 //! items, preformatted text and table rows become blocks; scripts, styles and other
 //! non-content elements are dropped; whitespace is collapsed as a browser would.
 
-use ego_tree::NodeRef;
+use ego_tree::iter::Edge;
+use ego_tree::{NodeId, NodeRef};
 use scraper::{Html, Node};
 
 use crate::Extracted;
@@ -51,7 +52,7 @@ pub(crate) fn parse(text: &str) -> Extracted {
         out: BlockBuilder::new(),
         line: String::new(),
     };
-    walker.walk(document.tree.root(), false);
+    walker.walk(document.tree.root());
     walker.flush_line();
     walker.out.into()
 }
@@ -63,59 +64,85 @@ struct Walker {
 }
 
 impl Walker {
-    fn walk(&mut self, node: NodeRef<'_, Node>, preformatted: bool) {
-        match node.value() {
-            Node::Text(text) => self.text(text, preformatted),
-            Node::Element(element) => {
-                let name = element.name();
-                if SKIPPED.contains(&name) {
-                    return;
-                }
-                if let Some(level) = heading_level(name) {
-                    self.end_block();
-                    self.out.heading(level, &inline_text(node));
-                    return;
-                }
-                match name {
-                    "table" => {
-                        self.end_block();
-                        self.table(node);
-                        return;
+    /// Walks the tree in document order. ego-tree's traversal is a loop, not recursion, so
+    /// markup nested a hundred thousand deep cannot overflow the stack (it did, when this was
+    /// a recursive function: found by `quire bench fuzz`).
+    fn walk(&mut self, root: NodeRef<'_, Node>) {
+        // The element whose subtree is being passed over (skipped content, or a heading or
+        // table already read whole), until its closing edge.
+        let mut passing: Option<NodeId> = None;
+        // How many `pre` elements the walk is inside.
+        let mut preformatted = 0_usize;
+        for edge in root.traverse() {
+            match edge {
+                Edge::Open(node) => {
+                    if passing.is_none() && self.open(node, &mut preformatted) {
+                        passing = Some(node.id());
                     }
-                    "br" => {
-                        self.flush_line();
-                        return;
-                    }
-                    "pre" => {
-                        self.end_block();
-                        for child in node.children() {
-                            self.walk(child, true);
+                }
+                Edge::Close(node) => {
+                    if let Some(id) = passing {
+                        if id == node.id() {
+                            passing = None;
                         }
-                        self.end_block();
-                        return;
+                        continue;
                     }
-                    _ => {}
+                    match element_name(node) {
+                        Some("pre") => {
+                            self.end_block();
+                            preformatted = preformatted.saturating_sub(1);
+                        }
+                        Some(name) if BLOCK_LEVEL.contains(&name) => self.end_block(),
+                        _ => {}
+                    }
                 }
-                let block = BLOCK_LEVEL.contains(&name);
-                if block {
+            }
+        }
+    }
+
+    /// Handles entering `node`; `true` when its subtree is to be passed over.
+    fn open(&mut self, node: NodeRef<'_, Node>, preformatted: &mut usize) -> bool {
+        let element = match node.value() {
+            Node::Text(text) => {
+                self.text(text, *preformatted > 0);
+                return false;
+            }
+            Node::Element(element) => element,
+            _ => return false,
+        };
+        let name = element.name();
+        if SKIPPED.contains(&name) {
+            return true;
+        }
+        if let Some(level) = heading_level(name) {
+            self.end_block();
+            self.out.heading(level, &inline_text(node, &[]));
+            return true;
+        }
+        match name {
+            "table" => {
+                self.end_block();
+                self.table(node);
+                true
+            }
+            "br" => {
+                self.flush_line();
+                true
+            }
+            "pre" => {
+                self.end_block();
+                *preformatted += 1;
+                false
+            }
+            _ => {
+                if BLOCK_LEVEL.contains(&name) {
                     self.end_block();
                 }
                 if name == "li" {
                     self.line.push_str("- ");
                 }
-                for child in node.children() {
-                    self.walk(child, preformatted);
-                }
-                if block {
-                    self.end_block();
-                }
+                false
             }
-            Node::Document | Node::Fragment => {
-                for child in node.children() {
-                    self.walk(child, preformatted);
-                }
-            }
-            _ => {}
         }
     }
 
@@ -163,18 +190,17 @@ impl Walker {
         self.out.end_block();
     }
 
-    /// A table is one block with a line per row, cells separated by ` | `.
+    /// A table is one block with a line per row, cells separated by ` | `. The rows of a
+    /// nested table follow as rows of their own, so a cell's text leaves them out: read again
+    /// for every enclosing cell, tables nested thousands deep took quadratic time (found by
+    /// `quire bench fuzz`).
     fn table(&mut self, table: NodeRef<'_, Node>) {
         let mut rows = Vec::new();
-        for row in table
-            .descendants()
-            .filter(|n| element_name(*n) == Some("tr"))
-        {
-            // Cells of nested tables belong to their own rows.
+        for row in visible(table, &[]).filter(|n| element_name(*n) == Some("tr")) {
             let cells: Vec<String> = row
                 .children()
                 .filter(|c| matches!(element_name(*c), Some("td" | "th")))
-                .map(inline_text)
+                .map(|cell| inline_text(cell, &["table"]))
                 .collect();
             if let Some(line) = row_line(&cells) {
                 rows.push(line);
@@ -183,7 +209,7 @@ impl Walker {
         if let Some(caption) = table
             .children()
             .find(|c| element_name(*c) == Some("caption"))
-            .map(inline_text)
+            .map(|caption| inline_text(caption, &[]))
             .filter(|c| !c.is_empty())
         {
             rows.insert(0, caption);
@@ -213,19 +239,55 @@ fn heading_level(name: &str) -> Option<usize> {
     }
 }
 
-/// The visible text under `node` on one line.
-fn inline_text(node: NodeRef<'_, Node>) -> String {
-    let mut parts = Vec::new();
-    for descendant in node.descendants() {
-        if let Node::Text(text) = descendant.value() {
-            let hidden = descendant
-                .ancestors()
-                .any(|a| element_name(a).is_some_and(|n| SKIPPED.contains(&n)));
-            if !hidden {
-                parts.push(text.to_string());
+/// The nodes under `node` (itself included) in document order, leaving out the subtrees of
+/// skipped elements and of the elements named in `also_left_out`. A left-out subtree is not
+/// entered at all, so each node is visited at most once and no stack grows with the depth.
+fn visible<'a>(
+    node: NodeRef<'a, Node>,
+    also_left_out: &'static [&'static str],
+) -> impl Iterator<Item = NodeRef<'a, Node>> {
+    let mut next = Some(node);
+    std::iter::from_fn(move || {
+        loop {
+            let current = next?;
+            let left_out = current.id() != node.id()
+                && element_name(current)
+                    .is_some_and(|name| SKIPPED.contains(&name) || also_left_out.contains(&name));
+            next = if left_out {
+                None
+            } else {
+                current.first_child()
+            }
+            .or_else(|| following(current, node));
+            if !left_out {
+                return Some(current);
             }
         }
+    })
+}
+
+/// The node after `current`'s subtree in document order, within `root`'s subtree.
+fn following<'a>(current: NodeRef<'a, Node>, root: NodeRef<'a, Node>) -> Option<NodeRef<'a, Node>> {
+    let mut at = current;
+    loop {
+        if at.id() == root.id() {
+            return None;
+        }
+        if let Some(sibling) = at.next_sibling() {
+            return Some(sibling);
+        }
+        at = at.parent()?;
     }
+}
+
+/// The visible text under `node` on one line, leaving out elements named in `also_left_out`.
+fn inline_text(node: NodeRef<'_, Node>, also_left_out: &'static [&'static str]) -> String {
+    let parts: Vec<&str> = visible(node, also_left_out)
+        .filter_map(|n| match n.value() {
+            Node::Text(text) => Some(&**text),
+            _ => None,
+        })
+        .collect();
     parts
         .concat()
         .split_whitespace()
@@ -267,5 +329,44 @@ mod tests {
     fn line_breaks_and_entities() {
         let e = parse("<p>one<br>two &amp; three&nbsp;four</p>");
         assert_eq!(shape(&e), vec![("", "one\ntwo & three four")]);
+    }
+
+    #[test]
+    fn a_nested_table_is_its_own_rows_and_not_part_of_the_cell_around_it() {
+        let page = "<table><tr><td>outer <table><tr><td>inner</td><td>1</td></tr></table></td>\
+                    <td>2</td></tr><tr><td><template><tr><td>hidden</td></tr></template></td></tr>\
+                    </table>";
+        assert_eq!(shape(&parse(page)), vec![("", "outer | 2\ninner | 1")]);
+    }
+
+    /// Found by `quire bench fuzz`: markup nested 57,000 deep overflowed the parse worker's
+    /// stack (the walk was recursive), and tables nested 13,000 deep ran past the time budget
+    /// (each cell's text was read again for every enclosing cell).
+    #[test]
+    fn deep_nesting_neither_overflows_the_stack_nor_takes_quadratic_time() {
+        let deep = format!("{}deep <b>text</b>", "<div><w:tc>".repeat(20_000));
+        // A thread with a small stack: a recursive walk over this depth would overflow it.
+        let parsed = std::thread::Builder::new()
+            .stack_size(1024 * 1024)
+            .spawn(move || parse(&deep))
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(shape(&parsed), vec![("", "deep text")]);
+
+        let levels = 20_000;
+        let tables = format!(
+            "{}cell{}",
+            "<table><tr><td>".repeat(levels),
+            "</td></tr></table>".repeat(levels)
+        );
+        let started = std::time::Instant::now();
+        let parsed = parse(&tables);
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(shape(&parsed), vec![("", "cell")]);
     }
 }

@@ -37,6 +37,11 @@ pub(crate) fn parse(
             "the file is truncated (it does not end with the %%EOF marker)",
         ));
     }
+    if nesting_depth(bytes) > MAX_NESTING {
+        return Err(malformed(&format!(
+            "arrays and dictionaries are nested more than {MAX_NESTING} deep"
+        )));
+    }
     let bytes = unlock(bytes)?;
     let doc = PdfDocument::from_bytes(bytes.into_owned()).map_err(|e| open_error(&e))?;
     if doc.is_encrypted() && !doc.is_authenticated() {
@@ -185,6 +190,65 @@ fn unlock(bytes: &[u8]) -> Result<Cow<'_, [u8]>, ParseError> {
 fn is_truncated(bytes: &[u8]) -> bool {
     let tail = &bytes[bytes.len().saturating_sub(TAIL_BYTES)..];
     find(tail, b"%%EOF").is_none()
+}
+
+/// Deepest nesting of arrays and dictionaries a file may have. The engine reads nested objects
+/// recursively, so arrays nested 15,000 deep overflowed the parse worker's stack (found by
+/// `quire bench fuzz`); real files nest a few levels, and PDFium stops at 64.
+const MAX_NESTING: usize = 256;
+
+/// The deepest nesting of arrays (`[`) and dictionaries (`<<`) outside strings, comments and
+/// stream data, which hold bytes, not objects. Unmatched closers count as nothing.
+fn nesting_depth(bytes: &[u8]) -> usize {
+    let (mut depth, mut deepest, mut at) = (0_usize, 0_usize, 0_usize);
+    while let Some(&byte) = bytes.get(at) {
+        let next = bytes.get(at + 1).copied();
+        at += match byte {
+            b'%' => skip_while(&bytes[at..], |b| b != b'\n' && b != b'\r'),
+            b'(' => literal_string_len(&bytes[at..]),
+            b'[' | b'<' if byte == b'[' || next == Some(b'<') => {
+                depth += 1;
+                deepest = deepest.max(depth);
+                if byte == b'[' { 1 } else { 2 }
+            }
+            b']' | b'>' if byte == b']' || next == Some(b'>') => {
+                depth = depth.saturating_sub(1);
+                if byte == b']' { 1 } else { 2 }
+            }
+            b's' if bytes[at..].starts_with(b"stream") && !bytes[..at].ends_with(b"end") => {
+                // Stream data runs to its `endstream`.
+                find(&bytes[at..], b"endstream").map_or(bytes.len() - at, |end| end + 9)
+            }
+            _ => 1,
+        };
+    }
+    deepest
+}
+
+/// Bytes from the start of `bytes` while `keep` holds.
+fn skip_while(bytes: &[u8], keep: impl Fn(u8) -> bool) -> usize {
+    bytes.iter().position(|&b| !keep(b)).unwrap_or(bytes.len())
+}
+
+/// The length of the literal string `(…)` at the start of `bytes`: balanced parentheses, with
+/// backslash escapes; to the end when it is not closed.
+fn literal_string_len(bytes: &[u8]) -> usize {
+    let (mut open, mut at) = (0_usize, 0_usize);
+    while let Some(&byte) = bytes.get(at) {
+        match byte {
+            b'\\' => at += 1,
+            b'(' => open += 1,
+            b')' => {
+                open -= 1;
+                if open == 0 {
+                    return at + 1;
+                }
+            }
+            _ => {}
+        }
+        at += 1;
+    }
+    bytes.len()
 }
 
 /// How far from the end `%%EOF` may be (pdf.js and PDFBox look at the last kilobyte).
@@ -376,6 +440,30 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "the PDF document has 2 pages, more than the limit of 1"
+        );
+    }
+
+    /// Found by `quire bench fuzz`: arrays nested 15,000 deep overflowed the parse worker's
+    /// stack; now such a file fails with a reason. Brackets in strings, comments and stream
+    /// data are not nesting.
+    #[test]
+    fn objects_nested_too_deep_fail_with_a_reason() {
+        let page = pdf(&[("Prime [[[ the ((pump)) \\( [[[[", None)]);
+        assert!(nesting_depth(&page) < 8, "{}", nesting_depth(&page));
+        assert!(parse_none(&page, &ParseLimits::default()).is_ok());
+        let mut deep = page.clone();
+        let at = find(&deep, b"/Type /Catalog").unwrap();
+        let nested = format!("/Deep {}{} ", "[".repeat(20_000), "]".repeat(20_000));
+        deep.splice(at..at, nested.into_bytes());
+        assert_eq!(nesting_depth(&deep), 20_000 + 1);
+        let err = parse_none(&deep, &ParseLimits::default()).unwrap_err();
+        assert!(
+            err.to_string().contains("nested more than 256 deep"),
+            "{err}"
+        );
+        assert_eq!(
+            nesting_depth(b"% [[[[\n<< /A (x[) /S 1 >>stream\n[[[[ endstream ]]"),
+            1
         );
     }
 }

@@ -9,6 +9,7 @@ use crate::archive::Archive;
 use crate::blocks::BlockBuilder;
 use crate::ole::{Ole, malformed, u16_at, u32_at};
 use crate::tabular::push_rows;
+use crate::xml::{XmlEvent, for_each_event};
 use crate::{Extracted, Format, ParseError, ParseLimits};
 
 pub(crate) fn parse(
@@ -18,7 +19,7 @@ pub(crate) fn parse(
 ) -> Result<Extracted, ParseError> {
     match format {
         Format::Ods => {
-            check_zip(bytes, "ODS spreadsheet", limits)?;
+            check_ods_content(bytes, limits)?;
             read::<Ods<_>>(bytes, "ODS spreadsheet", limits)
         }
         Format::Xls => {
@@ -90,6 +91,31 @@ fn check_zip(bytes: &[u8], what: &'static str, limits: &ParseLimits) -> Result<(
     Archive::open(bytes, what, limits).map(drop)
 }
 
+/// Checks the container against the limits, and that `content.xml` is well-formed: calamine's
+/// ODS reader waits for a table's closing tag and takes the end of the file for just another
+/// event, so a part that ends inside a table kept it looping until the time budget (found by
+/// `quire bench fuzz`).
+fn check_ods_content(bytes: &[u8], limits: &ParseLimits) -> Result<(), ParseError> {
+    const WHAT: &str = "ODS spreadsheet";
+    let mut archive = Archive::open(bytes, WHAT, limits)?;
+    let content = archive.require_text("content.xml")?;
+    let mut open = 0_usize;
+    // The reader checks that each closing tag names the element it closes.
+    for_each_event(&content, |event| match event {
+        XmlEvent::Start { .. } => open += 1,
+        XmlEvent::End { .. } => open = open.saturating_sub(1),
+        XmlEvent::Text(_) => {}
+    })
+    .map_err(|detail| malformed(WHAT, &format!("content.xml: {detail}")))?;
+    if open > 0 {
+        return Err(malformed(
+            WHAT,
+            "content.xml ends before its elements are closed",
+        ));
+    }
+    Ok(())
+}
+
 fn read<'a, W>(
     bytes: &'a [u8],
     what: &'static str,
@@ -151,7 +177,7 @@ fn cell_text(cell: &Data) -> String {
 mod tests {
     use super::*;
     use crate::fixtures::{compound, xls};
-    use crate::test_support::shape;
+    use crate::test_support::{shape, zip_package};
 
     #[test]
     fn xls_sheets_become_pages() {
@@ -192,6 +218,44 @@ mod tests {
             let file = compound(&[("/Workbook", &stream)]);
             let err = parse(&file, &Format::Xls, &ParseLimits::default()).unwrap_err();
             assert!(matches!(err, ParseError::Malformed { .. }), "{err}");
+        }
+    }
+
+    /// Found by `quire bench fuzz`: two bytes deleted from a closing tag (`</table:table>` became
+    /// `<able:table>`) left calamine looping past the time budget; now the file fails at once.
+    #[test]
+    fn an_ods_whose_content_ends_inside_a_table_fails_with_a_reason() {
+        let content = |table_end: &str| {
+            format!(
+                "<office:document-content xmlns:office=\"o\" xmlns:table=\"t\" xmlns:text=\"x\">\
+                 <office:body><office:spreadsheet><table:table table:name=\"Parts\">\
+                 <table:table-row><table:table-cell office:value-type=\"string\"><text:p>seal\
+                 </text:p></table:table-cell></table:table-row>{table_end}</office:spreadsheet>\
+                 </office:body></office:document-content>"
+            )
+        };
+        let ods = |content: &str| {
+            zip_package(&[
+                ("mimetype", "application/vnd.oasis.opendocument.spreadsheet"),
+                ("content.xml", content),
+                (
+                    "META-INF/manifest.xml",
+                    "<manifest:manifest xmlns:manifest=\"m\"><manifest:file-entry \
+                     manifest:full-path=\"/\"/></manifest:manifest>",
+                ),
+            ])
+        };
+        let limits = ParseLimits::default();
+        let whole = parse(&ods(&content("</table:table>")), &Format::Ods, &limits).unwrap();
+        assert_eq!(shape(&whole.blocks), vec![(1, "Parts", "seal")]);
+        for broken in [
+            content("<able:table>"),
+            // Cut off inside the row.
+            content("</table:table>")[..300].to_owned(),
+        ] {
+            let err = parse(&ods(&broken), &Format::Ods, &limits).unwrap_err();
+            assert!(matches!(err, ParseError::Malformed { .. }), "{err}");
+            assert!(err.to_string().contains("content.xml"), "{err}");
         }
     }
 }
