@@ -161,6 +161,30 @@ impl Fixture {
             .unwrap()
     }
 
+    /// Runs `workers` workers until no job is pending (true) or `within` has passed (false),
+    /// then shuts them down, which waits for the documents they are finishing.
+    async fn run_workers(&self, workers: usize, within: Duration) -> bool {
+        let runner = JobRunner::start(
+            Arc::clone(&self.ingest),
+            WorkerSettings {
+                node: "test-node".into(),
+                workers,
+                poll_interval: Duration::from_millis(20),
+            },
+        );
+        let deadline = tokio::time::Instant::now() + within;
+        let mut settled = false;
+        while tokio::time::Instant::now() < deadline {
+            if self.store.pending_job_count().await.unwrap() == 0 {
+                settled = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        runner.shutdown(Duration::from_secs(5)).await;
+        settled
+    }
+
     /// Waits (at most ten seconds) until the embedder has been called `calls` times.
     async fn wait_for_calls(&self, calls: usize) {
         for _ in 0..1000 {
@@ -226,23 +250,7 @@ async fn a_panic_after_parsing_fails_its_document_and_the_worker_goes_on() {
     .await;
     f.upload("fine.txt", "This one is embedded as usual.").await;
     // One worker: it must survive the first document to process the second.
-    let runner = JobRunner::start(
-        Arc::clone(&f.ingest),
-        WorkerSettings {
-            node: "test-node".into(),
-            workers: 1,
-            poll_interval: Duration::from_millis(20),
-        },
-    );
-    let mut settled = false;
-    for _ in 0..500 {
-        if f.store.pending_job_count().await.unwrap() == 0 {
-            settled = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    runner.shutdown(Duration::from_secs(5)).await;
+    let settled = f.run_workers(1, Duration::from_secs(10)).await;
     assert!(settled, "the worker stopped after the panic");
     let boom = f.document("boom.txt").await;
     assert_eq!(boom.status, DocumentStatus::Failed);
@@ -341,23 +349,7 @@ async fn the_runner_finishes_every_document_it_started() {
         .await;
     }
     let commits_before = f.index.commits();
-    let runner = JobRunner::start(
-        Arc::clone(&f.ingest),
-        WorkerSettings {
-            node: "test-node".into(),
-            workers: 2,
-            poll_interval: Duration::from_millis(20),
-        },
-    );
-    let mut settled = false;
-    for _ in 0..1500 {
-        if f.store.pending_job_count().await.unwrap() == 0 {
-            settled = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    runner.shutdown(Duration::from_secs(5)).await;
+    let settled = f.run_workers(2, Duration::from_secs(30)).await;
     assert!(settled, "jobs were left");
     for n in 0..DOCUMENTS {
         let document = f.document(&format!("note-{n}.txt")).await;
