@@ -585,9 +585,10 @@ async fn the_source_page_shows_the_progress_of_a_document_being_processed() {
         page.contains("processing (embedding 120/400 chunks)"),
         "{page}"
     );
-    // The page polls while the document is processing.
+    // The page polls while the document is processing: admin.js acts on the marked table.
     assert!(page.contains("data-statuses"), "{page}");
-    assert!(page.contains("<script>"), "{page}");
+    assert!(page.contains(r#"id="documents" data-statuses="#), "{page}");
+    assert!(page.contains(" data-poll>"), "{page}");
     let detail = text(
         &server,
         &format!("/admin/documents/{}", job.document_id),
@@ -599,7 +600,7 @@ async fn the_source_page_shows_the_progress_of_a_document_being_processed() {
         "{detail}"
     );
     assert!(
-        detail.contains("<script>"),
+        detail.contains(" data-poll>processing"),
         "the document's page polls too: {detail}"
     );
 }
