@@ -315,6 +315,8 @@ pub enum PdfPage<'a> {
     Text(&'a str),
     /// A page that is only a scan (a JPEG of [`text_page_image`]) of this text.
     Scan(&'a str),
+    /// A page whose only image claims to be a JPEG but holds bytes no decoder reads.
+    BrokenScan,
 }
 
 /// A PDF of text pages and scanned pages, as a scanner without OCR (or a mixed document)
@@ -342,18 +344,22 @@ pub fn scanned_pdf(pages: &[PdfPage<'_>]) -> Vec<u8> {
                 // An unused placeholder keeps the object numbering regular.
                 (stream, b"null".to_vec())
             }
-            PdfPage::Scan(text) => {
-                let page = text_page_image(text);
-                let mut jpeg = Vec::new();
-                image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 90)
-                    .encode_image(&page)
-                    .unwrap();
+            PdfPage::Scan(_) | PdfPage::BrokenScan => {
+                let (width, height, jpeg) = match page {
+                    PdfPage::Scan(text) => {
+                        let page = text_page_image(text);
+                        let mut jpeg = Vec::new();
+                        image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 90)
+                            .encode_image(&page)
+                            .unwrap();
+                        (page.width(), page.height(), jpeg)
+                    }
+                    _ => (850, 1100, b"not a JPEG at all".repeat(8)),
+                };
                 let mut object = format!(
-                    "<< /Type /XObject /Subtype /Image /Width {} /Height {} \
+                    "<< /Type /XObject /Subtype /Image /Width {width} /Height {height} \
                      /ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /DCTDecode \
                      /Length {} >>\nstream\n",
-                    page.width(),
-                    page.height(),
                     jpeg.len()
                 )
                 .into_bytes();

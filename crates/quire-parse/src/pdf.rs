@@ -94,11 +94,15 @@ pub(crate) fn parse(
 
     let mut out = BlockBuilder::new();
     let mut read = visible;
+    // A page image that cannot be decoded is skipped, so it costs the document that page, not
+    // its other pages (a 400-page report lost all of them to one image); the first such reason
+    // becomes the document's when nothing at all could be read.
+    let mut undecodable = None;
     for (index, text) in texts.iter().enumerate() {
         out.force_page(index as u32 + 1);
         let marks: Vec<&Bookmark> = bookmarks.iter().filter(|b| b.page == index).collect();
         if let (Some(ocr), true) = (ocr, to_ocr.contains(&index)) {
-            let recognized = ocr_page(&doc, index, ocr)?;
+            let recognized = ocr_page(&doc, index, ocr, &mut undecodable)?;
             read += visible_chars(&recognized);
             for mark in &marks {
                 out.heading(mark.level, &mark.title);
@@ -110,7 +114,7 @@ pub(crate) fn parse(
         crate::progress::page_done(index as u32 + 1, pages as u32);
     }
     if read == 0 {
-        return Err(ParseError::Empty);
+        return Err(undecodable.unwrap_or(ParseError::Empty));
     }
     let (blocks, _) = out.finish();
     Ok(Extracted {
@@ -121,8 +125,14 @@ pub(crate) fn parse(
 
 /// OCRs the images of page `index` (0-based) in paint order: a scanner puts one image on a
 /// page, some put the page in strips. Each image's size is checked before it is decoded, and
-/// its resolution comes from the size it is drawn at.
-fn ocr_page(doc: &PdfDocument, index: usize, ocr: &Ocr) -> Result<String, ParseError> {
+/// its resolution comes from the size it is drawn at. An image that cannot be decoded is
+/// skipped, its reason kept in `undecodable` (the first one only).
+fn ocr_page(
+    doc: &PdfDocument,
+    index: usize,
+    ocr: &Ocr,
+    undecodable: &mut Option<ParseError>,
+) -> Result<String, ParseError> {
     let page = index as u32 + 1;
     let what = format!("image on page {page} of the PDF document");
     let handles = doc.page_image_handles(index).map_err(|e| {
@@ -145,12 +155,15 @@ fn ocr_page(doc: &PdfDocument, index: usize, ocr: &Ocr) -> Result<String, ParseE
                 2 * crate::raster::MAX_PIXELS / 1_000_000
             )));
         }
-        let decoded = handle
-            .decode()
-            .and_then(|image| image.to_dynamic_image())
-            .map_err(|e| {
-                ParseError::Ocr(format!("the {what} could not be decoded for OCR ({e})"))
-            })?;
+        let decoded = match handle.decode().and_then(|image| image.to_dynamic_image()) {
+            Ok(decoded) => decoded,
+            Err(e) => {
+                undecodable.get_or_insert_with(|| {
+                    ParseError::Ocr(format!("the {what} could not be decoded for OCR ({e})"))
+                });
+                continue;
+            }
+        };
         let gray = crate::raster::to_gray(decoded);
         let drawn_inches = handle.bbox.width.abs() / 72.0;
         let dpi = (drawn_inches > 0.1).then(|| gray.width() as f32 / drawn_inches);

@@ -95,6 +95,31 @@ fn scanned_pdf_pages_are_read_and_text_pages_keep_their_text() {
     assert!(has_phrase(&page_text(&doc, 2), PUMP), "{doc:?}");
 }
 
+/// A page image no decoder reads costs its page only: the document keeps its text pages and
+/// its other scans; with nothing else to read, it fails with the image's reason.
+#[test]
+fn an_undecodable_page_image_costs_its_page_not_the_document() {
+    let bytes = scanned_pdf(&[
+        PdfPage::Text(PUMP),
+        PdfPage::BrokenScan,
+        PdfPage::Scan(VALVE),
+    ]);
+    let doc = with_ocr(&bytes, "report.pdf", &real_ocr()).unwrap();
+    assert_eq!(doc.page_count, 3);
+    assert_eq!(page_text(&doc, 1), PUMP);
+    assert_eq!(page_text(&doc, 2), "");
+    assert!(has_phrase(&page_text(&doc, 3), VALVE), "{doc:?}");
+
+    let broken = scanned_pdf(&[PdfPage::BrokenScan]);
+    let error = with_ocr(&broken, "broken.pdf", &real_ocr())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("the image on page 1 of the PDF document could not be decoded for OCR"),
+        "{error}"
+    );
+}
+
 #[test]
 fn an_e_mail_that_is_only_a_photo_is_read() {
     use std::fmt::Write;
