@@ -90,3 +90,13 @@ pub(crate) fn token_f1(ours: &str, reference: &str) -> f64 {
     let recall = common as f64 / total(&reference);
     2.0 * precision * recall / (precision + recall)
 }
+
+/// The text of page `page` of `doc`: its blocks' text, a line each.
+pub(crate) fn page_text(doc: &crate::ParsedDocument, page: u32) -> String {
+    doc.blocks
+        .iter()
+        .filter(|b| b.page == page)
+        .map(|b| b.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use crate::fixtures::{PdfPage, png, png_claiming, scanned_pdf, text_page_image, tiff};
-use crate::test_support::{has_phrase, ocr_settings, real_ocr};
+use crate::test_support::{has_phrase, ocr_settings, page_text, real_ocr};
 use crate::{Ocr, ParseError, ParseLimits, ParsedDocument, parse, parse_with_ocr};
 
 const PUMP: &str = "The pump must be primed with clean water before it is started.";
@@ -13,15 +13,6 @@ const SEAL: &str = "Replace the mechanical seal every two years or after a leak.
 
 fn with_ocr(bytes: &[u8], name: &str, ocr: &Ocr) -> Result<ParsedDocument, ParseError> {
     parse_with_ocr(bytes, name, "", &ParseLimits::default(), Some(ocr))
-}
-
-fn page_text(doc: &ParsedDocument, page: u32) -> String {
-    doc.blocks
-        .iter()
-        .filter(|b| b.page == page)
-        .map(|b| b.text.as_str())
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// A stand-in `tesseract` that sleeps: for the time bounds, without depending on how fast the

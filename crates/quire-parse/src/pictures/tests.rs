@@ -6,7 +6,7 @@
 
 use super::resolve;
 use crate::fixtures::{DocxPart, PptxSlide, docx, png, png_claiming, pptx};
-use crate::test_support::{has_phrase, ocr_settings, real_ocr, words};
+use crate::test_support::{has_phrase, ocr_settings, page_text, real_ocr, words};
 use crate::{Ocr, ParseError, ParseLimits, ParsedDocument, parse, parse_with_ocr};
 
 const PUMP: &str = "The pump must be primed with clean water before it is started.";
@@ -26,15 +26,6 @@ fn unreachable_ocr(max_pages: u32) -> Ocr {
     let mut settings = ocr_settings("/nonexistent/tesseract".into());
     settings.max_pages = max_pages;
     Ocr::new(settings)
-}
-
-fn page_text(doc: &ParsedDocument, page: u32) -> String {
-    doc.blocks
-        .iter()
-        .filter(|b| b.page == page)
-        .map(|b| b.text.as_str())
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// A 32 × 32 PNG: a real image, too small to hold a line of text.

@@ -117,6 +117,25 @@ enum Target {
 
 use Target::*;
 
+/// The ids a document's operation names: in scope, out of it, nonexistent, and B's or no
+/// document under A's path.
+const DOCUMENT_TARGETS: &[Target] = &[InA, InB, Missing, BDocUnderA, MissingDocUnderA];
+/// The ids a search names: none, a source in or out of scope, a nonexistent one, and mixes.
+const SEARCH_TARGETS: &[Target] = &[NoId, InA, InB, Missing, AAndB, AAndMissing];
+/// The ids a question names: those of a search, and a conversation of the caller's, of another
+/// key's or of nobody's.
+const QUESTION_TARGETS: &[Target] = &[
+    NoId,
+    InA,
+    InB,
+    Missing,
+    AAndB,
+    AAndMissing,
+    OwnConversation,
+    OthersConversation,
+    MissingConversation,
+];
+
 impl Target {
     /// The target whose answer this one's must equal whenever both are refused alike: the
     /// out-of-scope and the foreign are answered like the nonexistent.
@@ -231,22 +250,10 @@ impl Op {
             | Op::Version
             | Op::OpenApi => &[NoId],
             Op::GetSource | Op::ListDocuments | Op::Upload | Op::UploadBulk => &[InA, InB, Missing],
-            Op::GetDocument | Op::DeleteDocument => {
-                &[InA, InB, Missing, BDocUnderA, MissingDocUnderA]
-            }
-            Op::Search | Op::CreateWebhook => &[NoId, InA, InB, Missing, AAndB, AAndMissing],
+            Op::GetDocument | Op::DeleteDocument => DOCUMENT_TARGETS,
+            Op::Search | Op::CreateWebhook => SEARCH_TARGETS,
             // `generate` takes sources and a conversation.
-            Op::Generate => &[
-                NoId,
-                InA,
-                InB,
-                Missing,
-                AAndB,
-                AAndMissing,
-                OwnConversation,
-                OthersConversation,
-                MissingConversation,
-            ],
+            Op::Generate => QUESTION_TARGETS,
             Op::GetReview | Op::Approve | Op::Redact | Op::Reject => &[InA, InB, Missing],
             Op::GetWebhook | Op::DeleteWebhook | Op::Deliveries => &[InA, InB, Everywhere, Missing],
         }

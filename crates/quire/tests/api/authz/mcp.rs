@@ -13,10 +13,10 @@ use reqwest::StatusCode;
 use reqwest::header::ACCEPT;
 use serde_json::{Value, json};
 
-use super::Target::{self, AAndB, AAndMissing, BDocUnderA, InA, InB, Missing, MissingDocUnderA};
-use super::Target::{MissingConversation, NoId, OthersConversation, OwnConversation};
+use super::Target::{self, InA, InB, Missing, NoId};
 use super::world::mask_ids;
 use super::{Caller, QUERY, World, callers};
+use super::{DOCUMENT_TARGETS, QUESTION_TARGETS, SEARCH_TARGETS};
 
 /// Every tool, and the two resource methods.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -47,21 +47,9 @@ impl Call {
         match self {
             Call::ListSources | Call::ListResources => &[NoId],
             Call::ListDocuments | Call::Upload => &[InA, InB, Missing],
-            Call::GetDocument | Call::ReadResource => {
-                &[InA, InB, Missing, BDocUnderA, MissingDocUnderA]
-            }
-            Call::Search => &[NoId, InA, InB, Missing, AAndB, AAndMissing],
-            Call::Ask => &[
-                NoId,
-                InA,
-                InB,
-                Missing,
-                AAndB,
-                AAndMissing,
-                OwnConversation,
-                OthersConversation,
-                MissingConversation,
-            ],
+            Call::GetDocument | Call::ReadResource => DOCUMENT_TARGETS,
+            Call::Search => SEARCH_TARGETS,
+            Call::Ask => QUESTION_TARGETS,
         }
     }
 
