@@ -157,18 +157,6 @@ impl KeywordIndex {
         })
     }
 
-    /// Replaces whatever the index holds for `document` with `chunks`, and makes the change
-    /// visible to searches before returning.
-    pub fn replace_document(
-        &self,
-        document: DocumentId,
-        source: SourceId,
-        chunks: &[IndexedChunk],
-    ) -> Result<(), SearchError> {
-        self.submit_replace(document, source, chunks.to_vec())
-            .wait_blocking()
-    }
-
     /// Queues the replacement of whatever the index holds for `document` with `chunks`; it is
     /// searchable once the returned promise resolves. Replacements submitted together share a
     /// commit (see [`writer`]), so a caller that does not wait for each one in turn (a pipeline
@@ -184,11 +172,6 @@ impl KeywordIndex {
             source,
             chunks,
         })
-    }
-
-    /// Removes every chunk of `document`; searches stop finding it before this returns.
-    pub fn delete_document(&self, document: DocumentId) -> Result<(), SearchError> {
-        self.submit_delete(document).wait_blocking()
     }
 
     /// Queues the removal of every chunk of `document`; done once the promise resolves.
@@ -366,6 +349,23 @@ fn fiscal_year(token: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The tests change the index a document at a time and search at once after each change.
+    impl KeywordIndex {
+        fn replace_document(
+            &self,
+            document: DocumentId,
+            source: SourceId,
+            chunks: &[IndexedChunk],
+        ) -> Result<(), SearchError> {
+            self.submit_replace(document, source, chunks.to_vec())
+                .wait_blocking()
+        }
+
+        fn delete_document(&self, document: DocumentId) -> Result<(), SearchError> {
+            self.submit_delete(document).wait_blocking()
+        }
+    }
 
     fn chunk(ordinal: u32, page: u32, section: &str, content: &str) -> IndexedChunk {
         IndexedChunk {
