@@ -374,6 +374,24 @@ async fn chunks_are_read_back_by_key_and_by_document(store: &dyn Store) {
         walked.extend(page);
     }
     assert_eq!(walked, expected);
+
+    // A long document's chunks are written in several statements, all of them, in order.
+    let job = store
+        .claim_job("w", t0(), t0() + Duration::minutes(5))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(job.document_id, still_queued);
+    store
+        .finish_document(&job, chunks(4_321), t0())
+        .await
+        .unwrap();
+    assert_eq!(
+        store.document_chunks(still_queued).await.unwrap(),
+        chunks(4_321).chunks
+    );
+    let long = store.find_document(still_queued).await.unwrap().unwrap();
+    assert_eq!(long.chunk_count, 4_321);
 }
 
 async fn leases_are_renewed_until_lost(store: &dyn Store) {

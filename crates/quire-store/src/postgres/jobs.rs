@@ -13,6 +13,10 @@ use super::wakeups::notify_runnable;
 use super::{codec, webhooks};
 use crate::{ClaimedJob, FinishOutcome, ProcessedDocument, StoreResult};
 
+/// Chunk rows per `INSERT`: a document of the largest allowed size is sent in a few dozen
+/// statements of bounded size rather than one message holding all of its text.
+const CHUNK_ROWS_PER_INSERT: usize = 2_000;
+
 pub(super) async fn claim(
     pool: &PgPool,
     worker: &str,
@@ -122,31 +126,27 @@ pub(super) async fn finish(
         .bind(doc)
         .execute(&mut *tx)
         .await?;
-    let mut ordinals = Vec::with_capacity(processed.chunks.len());
-    let mut pages = Vec::with_capacity(processed.chunks.len());
-    let mut sections = Vec::with_capacity(processed.chunks.len());
-    let mut contents = Vec::with_capacity(processed.chunks.len());
-    for chunk in &processed.chunks {
-        ordinals.push(i64::from(chunk.ordinal));
-        pages.push(i64::from(chunk.page));
-        sections.push(chunk.section.as_str());
-        contents.push(chunk.content.as_str());
+    // Many rows a statement, as arrays, in batches that bound one statement's size.
+    for batch in processed.chunks.chunks(CHUNK_ROWS_PER_INSERT) {
+        let ordinals: Vec<i64> = batch.iter().map(|c| i64::from(c.ordinal)).collect();
+        let pages: Vec<i64> = batch.iter().map(|c| i64::from(c.page)).collect();
+        let sections: Vec<&str> = batch.iter().map(|c| c.section.as_str()).collect();
+        let contents: Vec<&str> = batch.iter().map(|c| c.content.as_str()).collect();
+        sqlx::query(
+            "INSERT INTO chunks (document_id, source_id, ordinal, page, section, content)
+             SELECT $1, $2, c.ordinal, c.page, c.section, c.content
+             FROM UNNEST($3::bigint[], $4::bigint[], $5::text[], $6::text[])
+                  AS c (ordinal, page, section, content)",
+        )
+        .bind(doc)
+        .bind(source)
+        .bind(ordinals)
+        .bind(pages)
+        .bind(sections)
+        .bind(contents)
+        .execute(&mut *tx)
+        .await?;
     }
-    // All chunks in one statement, as arrays.
-    sqlx::query(
-        "INSERT INTO chunks (document_id, source_id, ordinal, page, section, content)
-         SELECT $1, $2, c.ordinal, c.page, c.section, c.content
-         FROM UNNEST($3::bigint[], $4::bigint[], $5::text[], $6::text[])
-              AS c (ordinal, page, section, content)",
-    )
-    .bind(doc)
-    .bind(source)
-    .bind(ordinals)
-    .bind(pages)
-    .bind(sections)
-    .bind(contents)
-    .execute(&mut *tx)
-    .await?;
     webhooks::enqueue(
         &mut tx,
         job.document_id,

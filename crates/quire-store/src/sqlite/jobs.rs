@@ -5,10 +5,14 @@
 use chrono::{DateTime, Utc};
 use quire_core::{ChunkId, DocumentStatus, WebhookEvent};
 use serde_json::Map;
-use sqlx::{Row, SqlitePool};
+use sqlx::{QueryBuilder, Row, Sqlite, SqlitePool};
 
 use super::{codec, webhooks};
 use crate::{ClaimedJob, FinishOutcome, ProcessedDocument, StoreResult};
+
+/// Chunk rows per `INSERT`: 7 parameters each stays far below SQLite's 32,766 parameters a
+/// statement, and a document of the largest allowed size is written in a few hundred statements.
+const CHUNK_ROWS_PER_INSERT: usize = 500;
 
 pub(super) async fn claim(
     pool: &SqlitePool,
@@ -137,20 +141,21 @@ pub(super) async fn finish(
         .bind(&doc)
         .execute(&mut *tx)
         .await?;
-    for chunk in &processed.chunks {
-        sqlx::query(
-            "INSERT INTO chunks (id, document_id, source_id, ordinal, page, section, content)
-             VALUES (?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(ChunkId::new().to_string())
-        .bind(&doc)
-        .bind(&source)
-        .bind(i64::from(chunk.ordinal))
-        .bind(i64::from(chunk.page))
-        .bind(&chunk.section)
-        .bind(&chunk.content)
-        .execute(&mut *tx)
-        .await?;
+    // Many rows a statement: one statement per chunk cost a round trip to SQLite's thread each.
+    for batch in processed.chunks.chunks(CHUNK_ROWS_PER_INSERT) {
+        let mut insert = QueryBuilder::<Sqlite>::new(
+            "INSERT INTO chunks (id, document_id, source_id, ordinal, page, section, content) ",
+        );
+        insert.push_values(batch, |mut row, chunk| {
+            row.push_bind(ChunkId::new().to_string())
+                .push_bind(&doc)
+                .push_bind(&source)
+                .push_bind(i64::from(chunk.ordinal))
+                .push_bind(i64::from(chunk.page))
+                .push_bind(&chunk.section)
+                .push_bind(&chunk.content);
+        });
+        insert.build().execute(&mut *tx).await?;
     }
     webhooks::enqueue(
         &mut tx,
