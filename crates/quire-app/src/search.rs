@@ -23,6 +23,9 @@ use crate::{AppError, Services};
 /// Extra hits fetched beyond `limit`, to make up for stale ones dropped after the store check.
 const STALE_MARGIN: usize = 8;
 
+/// The deepest a ranking is read when stale index entries keep a search short of its limit.
+const MAX_CANDIDATES: usize = 4_096;
+
 /// How the keyword and vector rankings are combined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FusionMethod {
@@ -148,38 +151,56 @@ pub async fn search(
             ));
         }
     };
-    let candidates = services.search.candidates.max(limit + STALE_MARGIN);
-    let keyword_wanted = retrieval != Retrieval::Vector;
-    let vector_wanted = retrieval != Retrieval::Keyword;
-    let (keyword, vector) = tokio::join!(
-        async {
-            if keyword_wanted {
-                keyword_hits(services, scope, query, candidates).await
-            } else {
-                Ok(Vec::new())
-            }
-        },
-        async {
-            match semantic {
-                Some(semantic) if vector_wanted => {
-                    vector_hits(semantic, scope, query, candidates).await
+    let mut retrieval = retrieval;
+    let mut candidates = services.search.candidates.max(limit + STALE_MARGIN);
+    // The query is embedded once (beside the first keyword search), however deep the rankings
+    // are read.
+    let mut embedding: Option<Vec<f32>> = None;
+    loop {
+        let (keyword, vector) = tokio::join!(
+            async {
+                if retrieval != Retrieval::Vector {
+                    keyword_hits(services, scope, query, candidates).await
+                } else {
+                    Ok(Vec::new())
                 }
-                _ => Ok(Vec::new()),
+            },
+            async {
+                match semantic {
+                    Some(semantic) if retrieval != Retrieval::Keyword => {
+                        vector_hits(semantic, scope, query, embedding.as_deref(), candidates)
+                            .await
+                            .map(Some)
+                    }
+                    _ => Ok(None),
+                }
             }
+        );
+        let keyword = keyword?;
+        let vector = match vector {
+            Ok(Some((embedded, hits))) => {
+                embedding = Some(embedded);
+                hits
+            }
+            Ok(None) => Vec::new(),
+            Err(e) if retrieval == Retrieval::Hybrid => {
+                tracing::warn!(error = %e, "query embedding failed; answering from keywords only");
+                retrieval = Retrieval::Keyword;
+                Vec::new()
+            }
+            Err(e) => return Err(e),
+        };
+        // Every ranking returned fewer than it was asked for: there is nothing deeper to read.
+        let exhausted = keyword.len() < candidates && vector.len() < candidates;
+        let ranked = rank(retrieval, &keyword, &vector, &services.search);
+        let results = resolve(services, scope, ranked, keyword, limit).await?;
+        // `resolve` drops index entries of deleted or no longer ready documents; when they
+        // crowd out the limit, the rankings are read deeper rather than the answer cut short.
+        if results.len() >= limit || exhausted || candidates >= MAX_CANDIDATES {
+            return Ok(SearchOutcome { results, retrieval });
         }
-    );
-    let keyword = keyword?;
-    let (vector, retrieval) = match vector {
-        Ok(hits) => (hits, retrieval),
-        Err(e) if retrieval == Retrieval::Hybrid => {
-            tracing::warn!(error = %e, "query embedding failed; answering from keywords only");
-            (Vec::new(), Retrieval::Keyword)
-        }
-        Err(e) => return Err(e),
-    };
-    let ranked = rank(retrieval, &keyword, &vector, &services.search);
-    let results = resolve(services, scope, ranked, keyword, limit).await?;
-    Ok(SearchOutcome { results, retrieval })
+        candidates = (candidates * 4).min(MAX_CANDIDATES);
+    }
 }
 
 async fn keyword_hits(
@@ -197,22 +218,30 @@ async fn keyword_hits(
     )
 }
 
+/// The `candidates` nearest chunks to `query` in `scope`, with the query's embedding (computed
+/// here unless `embedded` already holds it).
 async fn vector_hits(
     semantic: &Semantic,
     scope: &SourceScope,
     query: &str,
+    embedded: Option<&[f32]>,
     candidates: usize,
-) -> Result<Vec<VectorHit>, AppError> {
-    let embedding = semantic
-        .embed_query(query)
-        .await
-        .map_err(|e| AppError::internal(&e))?;
+) -> Result<(Vec<f32>, Vec<VectorHit>), AppError> {
+    let embedding = match embedded {
+        Some(embedding) => embedding.to_vec(),
+        None => semantic
+            .embed_query(query)
+            .await
+            .map_err(|e| AppError::internal(&e))?,
+    };
     let vectors = Arc::clone(semantic.vectors());
-    let scope = scope.clone();
-    tokio::task::spawn_blocking(move || vectors.search(&embedding, &scope, candidates))
-        .await
-        .map_err(|e| AppError::internal(&e))?
-        .map_err(|e| AppError::internal(&e))
+    let (query_vector, scope) = (embedding.clone(), scope.clone());
+    let hits =
+        tokio::task::spawn_blocking(move || vectors.search(&query_vector, &scope, candidates))
+            .await
+            .map_err(|e| AppError::internal(&e))?
+            .map_err(|e| AppError::internal(&e))?;
+    Ok((embedding, hits))
 }
 
 fn rank(
@@ -260,20 +289,45 @@ fn rank(
     }
 }
 
-/// Turns ranked chunks into results: text from the keyword hits where they have it, from the
-/// store otherwise; names from the store, asked with the caller's scope.
+/// Turns ranked chunks into results, best first, until `limit` are found or the ranking ends:
+/// text from the keyword hits where they have it, from the store otherwise; names from the
+/// store, asked with the caller's scope. Chunks of documents that are gone or not ready are
+/// skipped, and the next ranked ones are read in their place.
 async fn resolve(
     services: &Services,
     scope: &SourceScope,
-    mut ranked: Vec<Ranked>,
+    ranked: Vec<Ranked>,
     keyword: Vec<KeywordHit>,
     limit: usize,
 ) -> Result<Vec<SearchResult>, AppError> {
-    ranked.truncate(limit + STALE_MARGIN);
     let mut passages: HashMap<(DocumentId, u32), (u32, String, String)> = keyword
         .into_iter()
         .map(|h| ((h.document_id, h.ordinal), (h.page, h.section, h.content)))
         .collect();
+    let mut ranked = ranked.into_iter();
+    let mut results = Vec::with_capacity(limit);
+    while results.len() < limit {
+        let window: Vec<Ranked> = ranked
+            .by_ref()
+            .take(limit - results.len() + STALE_MARGIN)
+            .collect();
+        if window.is_empty() {
+            break;
+        }
+        results.extend(resolve_window(services, scope, window, &mut passages).await?);
+    }
+    results.truncate(limit);
+    Ok(results)
+}
+
+/// The results among `ranked` (in order) whose documents are ready in `scope`, taking their
+/// text from `passages` or the store.
+async fn resolve_window(
+    services: &Services,
+    scope: &SourceScope,
+    ranked: Vec<Ranked>,
+    passages: &mut HashMap<(DocumentId, u32), (u32, String, String)>,
+) -> Result<Vec<SearchResult>, AppError> {
     let missing: Vec<(DocumentId, u32)> = ranked
         .iter()
         .map(|r| (r.document_id, r.ordinal))
@@ -324,6 +378,5 @@ async fn resolve(
                 metadata: PassageLocation { section, page },
             })
         })
-        .take(limit)
         .collect())
 }

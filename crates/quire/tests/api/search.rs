@@ -109,3 +109,49 @@ async fn results_are_ranked_limited_and_filtered_by_source() {
     let nothing = body(server.search(&key, json!({"query": "?!"})).await).await;
     assert_eq!(nothing, json!({"results": []}));
 }
+
+/// Index entries whose documents are gone (a deletion cut short by a crash, before the start-up
+/// sweep) must not cost results: the search reads the rankings deeper until it has `limit`.
+#[tokio::test]
+async fn stale_index_entries_do_not_cut_results_short() {
+    // A shallow first reading, so that the stale entries fill all of it.
+    let server = TestServer::start_with(|config| config.search.candidates = 12).await;
+    let key = server.key(Permission::ReadWrite).await;
+    let source = server.create_source(&key, "A").await;
+    let mut docs = Vec::new();
+    for i in 0..30 {
+        // Document i mentions "turbine" i+1 times: the last 20 rank first.
+        let text = format!("# Doc {i}\n\n{} filler words.", "turbine ".repeat(i + 1));
+        let name = format!("d{i}.md");
+        docs.push(
+            server
+                .upload_ok(&key, &source, &name, text.as_bytes())
+                .await,
+        );
+    }
+    for doc in &docs {
+        server.wait_for_status(&key, &source, doc, "ready").await;
+    }
+    // The rows of the 20 best go, their index entries stay: what a crash between the two steps
+    // of a deletion leaves behind.
+    let source_id = crate::helpers::source_id(&source);
+    for doc in &docs[10..] {
+        let id: quire_core::DocumentId = doc.parse().unwrap();
+        let deleted = server
+            .store
+            .delete_document(&quire_core::SourceScope::All, source_id, id)
+            .await
+            .unwrap();
+        assert!(deleted.is_some());
+    }
+
+    let found = body(server.search(&key, json!({"query": "turbine"})).await).await;
+    let names: Vec<&str> = found["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["document"]["name"].as_str().unwrap())
+        .collect();
+    let expected: Vec<String> = (0..10).rev().map(|i| format!("d{i}.md")).collect();
+    assert_eq!(names, expected, "the ten live documents, best first");
+}
