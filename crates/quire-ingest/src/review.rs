@@ -159,6 +159,8 @@ impl Review {
             pii_types: types.iter().map(|t| t.as_str().to_owned()).collect(),
             findings: Value::Array(listed).to_string(),
             page_count,
+            // Until an administrator decides, the name shown everywhere is the redacted one.
+            shown_name: self.redact_name(name),
         })
     }
 
@@ -191,15 +193,19 @@ impl Review {
     }
 
     /// What the store keeps of `review` once `decision` is taken: the findings reduced to
-    /// types, counts and masked excerpts, and for a redact decision the name without its
-    /// findings.
+    /// types, counts and masked excerpts, and the name: the real one again after an approval
+    /// (a held document shows a masked name while it waits), the one without its findings
+    /// after a redaction.
     pub fn decided(&self, review: &ReviewRecord, decision: ReviewDecision) -> DecidedReview {
+        let real_name = review.held_name.as_deref();
         DecidedReview {
             decision,
             findings: reduce_findings(&review.findings),
             name: match decision {
-                ReviewDecision::Approve => None,
-                ReviewDecision::Redact => self.redact_name(&review.document.name),
+                ReviewDecision::Approve => real_name.map(str::to_owned),
+                ReviewDecision::Redact => {
+                    self.redact_name(real_name.unwrap_or(&review.document.name))
+                }
             },
         }
     }
@@ -512,9 +518,11 @@ mod tests {
         let review = Review::new(Policy::default());
         let name = "cv jane.doe@example.com.pdf";
         let held = review.screen(&[chunk(1, CV)], 1, name).expect("held");
+        // While it waits, the document shows its name redacted; the store keeps the real one.
+        assert_eq!(held.shown_name.as_deref(), Some("cv [EMAIL].pdf"));
         let record = ReviewRecord {
             document: quire_core::DocumentRecord {
-                name: name.into(),
+                name: held.shown_name.clone().unwrap(),
                 ..test_document()
             },
             pii_types: held.pii_types,
@@ -522,13 +530,21 @@ mod tests {
             held_at: chrono::Utc::now(),
             decision: None,
             decided_at: None,
+            held_name: Some(name.into()),
         };
         let approved = review.decided(&record, ReviewDecision::Approve);
-        assert_eq!(approved.name, None);
+        assert_eq!(approved.name.as_deref(), Some(name), "approval restores it");
         assert!(!approved.findings.contains("jane.doe@example.com"));
         let redacted = review.decided(&record, ReviewDecision::Redact);
         assert_eq!(redacted.name.as_deref(), Some("cv [EMAIL].pdf"));
         assert_eq!(redacted.findings, approved.findings);
+    }
+
+    #[test]
+    fn a_name_without_findings_is_shown_as_it_is() {
+        let review = Review::new(Policy::default());
+        let held = review.screen(&[chunk(1, CV)], 1, "cv.pdf").expect("held");
+        assert_eq!(held.shown_name, None);
     }
 
     #[test]

@@ -251,6 +251,16 @@ impl App {
                 "removed index entries and originals of deleted documents"
             );
         }
+        // Reviews decided before decisions reduced their findings still hold the found text; keep
+        // only what a decision keeps (types, counts, masked excerpts).
+        let reduced = self
+            .state
+            .store
+            .reduce_decided_findings(quire_ingest::reduce_findings)
+            .await?;
+        if reduced > 0 {
+            tracing::info!(reviews = reduced, "reduced the findings of decided reviews");
+        }
         // Vectors of documents deleted while the service ran without a model go first (before
         // the workers start, since a document being processed has vectors before it is
         // ready); then ready documents without vectors are embedded in the background.

@@ -307,6 +307,14 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<bool>;
     /// The decision a document was sent back to processing with, if any.
     async fn review_decision(&self, id: DocumentId) -> StoreResult<Option<ReviewDecision>>;
+    /// Passes the findings of every decided review through `reduce` and stores those it
+    /// changes; returns how many changed. Reviews decided before decisions reduced their
+    /// findings still hold the found text: run at start, this removes it (and does nothing
+    /// once every review is reduced).
+    async fn reduce_decided_findings(
+        &self,
+        reduce: for<'f> fn(&'f str) -> String,
+    ) -> StoreResult<u64>;
 
     // --- admin web interface ---
 

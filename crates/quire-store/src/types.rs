@@ -297,6 +297,11 @@ pub struct HeldDocument {
     pub findings: String,
     /// Pages of the document.
     pub page_count: u32,
+    /// The name the document shows while it waits, when its own holds personal data: the
+    /// name with each finding replaced by its placeholder. Listings, search and the
+    /// `document.pii_detected` payload show this one; the store keeps the real name for the
+    /// reviewer until the decision.
+    pub shown_name: Option<String>,
 }
 
 /// An administrator's decision on a held document (rejecting deletes it instead).
@@ -358,6 +363,9 @@ pub struct ReviewRecord {
     pub decision: Option<ReviewDecision>,
     /// When it was made.
     pub decided_at: Option<DateTime<Utc>>,
+    /// The document's real name while it waits with a masked one
+    /// ([`HeldDocument::shown_name`]); `None` otherwise, and once decided.
+    pub held_name: Option<String>,
 }
 
 impl ReviewRecord {

@@ -32,7 +32,10 @@ mod webhooks;
 use admin::{audit_log_is_newest_first, dashboard_counts, password_and_sessions};
 use harness::TestDb;
 use progress::{pool_stats_are_consistent, progress_is_shown_only_while_processing};
-use reviews::a_decision_replaces_the_findings_and_the_name;
+use reviews::{
+    a_decision_replaces_the_findings_and_the_name,
+    approval_restores_the_name_and_old_findings_are_reduced,
+};
 use webhooks::{
     a_claimed_delivery_comes_back_when_its_claim_runs_out, a_logged_delivery_never_comes_back,
     a_scoped_webhook_gets_only_its_sources_events, deleting_a_webhook_drops_its_events_and_log,
@@ -66,6 +69,7 @@ conformance! {
         deleting_a_webhook_drops_its_events_and_log,
         pii_events_carry_the_given_fields,
         a_decision_replaces_the_findings_and_the_name,
+        approval_restores_the_name_and_old_findings_are_reduced,
         a_logged_delivery_never_comes_back,
         released_claims_are_claimable_at_once,
         password_and_sessions,

@@ -13,6 +13,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (2, include_str!("schema_v2.sql")),
     (3, include_str!("schema_v3.sql")),
     (4, include_str!("schema_v4.sql")),
+    (5, include_str!("schema_v5.sql")),
 ];
 
 /// The advisory lock's key: any constant no other application on the database uses

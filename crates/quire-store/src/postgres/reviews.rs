@@ -7,6 +7,7 @@ use quire_core::{DocumentId, DocumentStatus, WebhookEvent};
 use serde_json::{Map, Value};
 use sqlx::postgres::PgRow;
 use sqlx::{PgPool, Row};
+use uuid::Uuid;
 
 use super::codec::{self, DOCUMENT_COLUMNS};
 use super::{jobs, wakeups, webhooks};
@@ -46,19 +47,35 @@ pub(super) async fn hold(
         tx.rollback().await?;
         return Ok(FinishOutcome::DocumentGone);
     }
+    // The real name is kept for the reviewer when the document shows a masked one meanwhile; a
+    // document held again while masked keeps the real name recorded the first time.
     sqlx::query(
-        "INSERT INTO document_reviews (document_id, pii_types, findings, held_at)
-         VALUES ($1, $2, $3, $4)
+        "INSERT INTO document_reviews (document_id, pii_types, findings, held_at, held_name)
+         VALUES ($1, $2, $3, $4,
+                 CASE WHEN $5::text IS NULL THEN NULL
+                      ELSE (SELECT name FROM documents WHERE id = $1) END)
          ON CONFLICT (document_id) DO UPDATE SET
              pii_types = excluded.pii_types, findings = excluded.findings,
-             held_at = excluded.held_at, decision = NULL, decided_at = NULL",
+             held_at = excluded.held_at,
+             held_name = COALESCE(excluded.held_name,
+                                  CASE WHEN document_reviews.decision IS NULL
+                                       THEN document_reviews.held_name END),
+             decision = NULL, decided_at = NULL",
     )
     .bind(doc)
     .bind(&types)
     .bind(&held.findings)
     .bind(now)
+    .bind(held.shown_name.as_deref())
     .execute(&mut *tx)
     .await?;
+    if let Some(shown) = &held.shown_name {
+        sqlx::query("UPDATE documents SET name = $1 WHERE id = $2")
+            .bind(shown)
+            .bind(doc)
+            .execute(&mut *tx)
+            .await?;
+    }
     let mut extra = Map::new();
     extra.insert(
         "piiTypes".into(),
@@ -76,7 +93,8 @@ pub(super) async fn hold(
     Ok(FinishOutcome::Stored)
 }
 
-const REVIEW_COLUMNS: &str = "r.pii_types, r.findings, r.held_at, r.decision, r.decided_at";
+const REVIEW_COLUMNS: &str =
+    "r.pii_types, r.findings, r.held_at, r.decision, r.decided_at, r.held_name";
 
 fn review_from_row(row: &PgRow) -> StoreResult<ReviewRecord> {
     let types: String = row.try_get("pii_types")?;
@@ -89,6 +107,7 @@ fn review_from_row(row: &PgRow) -> StoreResult<ReviewRecord> {
         held_at: row.try_get("held_at")?,
         decision: decision.as_deref().map(ReviewDecision::parse).transpose()?,
         decided_at: row.try_get("decided_at")?,
+        held_name: row.try_get("held_name")?,
     })
 }
 
@@ -145,7 +164,8 @@ pub(super) async fn decide(
     }
     // The found text goes with the decision: only the reduced findings are kept.
     sqlx::query(
-        "UPDATE document_reviews SET decision = $1, decided_at = $2, findings = $3
+        "UPDATE document_reviews SET decision = $1, decided_at = $2, findings = $3,
+                                     held_name = NULL
          WHERE document_id = $4 AND decision IS NULL",
     )
     .bind(decided.decision.as_str())
@@ -188,4 +208,31 @@ pub(super) async fn decision(pool: &PgPool, id: DocumentId) -> StoreResult<Optio
         .as_deref()
         .map(ReviewDecision::parse)
         .transpose()
+}
+
+/// Rewrites the findings of decided reviews with `reduce`, one row at a time (there are few,
+/// and this runs once at start); returns how many changed.
+pub(super) async fn reduce_decided(pool: &PgPool, reduce: fn(&str) -> String) -> StoreResult<u64> {
+    let decided: Vec<(Uuid, String)> = sqlx::query_as(
+        "SELECT document_id, findings FROM document_reviews WHERE decision IS NOT NULL",
+    )
+    .fetch_all(pool)
+    .await?;
+    let mut changed = 0;
+    for (doc, findings) in decided {
+        let reduced = reduce(&findings);
+        if reduced != findings {
+            // Only if nobody rewrote it meanwhile.
+            changed += sqlx::query(
+                "UPDATE document_reviews SET findings = $1 WHERE document_id = $2 AND findings = $3",
+            )
+            .bind(&reduced)
+            .bind(doc)
+            .bind(&findings)
+            .execute(pool)
+            .await?
+            .rows_affected();
+        }
+    }
+    Ok(changed)
 }

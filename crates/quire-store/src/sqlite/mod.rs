@@ -361,6 +361,13 @@ impl Store for SqliteStore {
         reviews::decision(&self.pool, id).await
     }
 
+    async fn reduce_decided_findings(
+        &self,
+        reduce: for<'f> fn(&'f str) -> String,
+    ) -> StoreResult<u64> {
+        reviews::reduce_decided(&self.pool, reduce).await
+    }
+
     async fn admin_password_hash(&self) -> StoreResult<Option<String>> {
         admin::password_hash(&self.pool).await
     }

@@ -224,8 +224,20 @@ async fn personal_data_in_a_heading_is_held_and_redacted_in_section_paths() {
 
 #[tokio::test]
 async fn personal_data_in_a_document_name_holds_it_and_redact_renames_it() {
-    let server = TestServer::start().await;
+    let (receiver, url) = Receiver::start(Duration::ZERO).await;
+    let server = TestServer::start_with(|c| c.webhooks.allow_private_targets = true).await;
     let admin = server.key(Permission::Admin).await;
+    let hook = body(
+        server
+            .post_json(
+                &admin,
+                "/api/v1/webhooks",
+                &json!({"url": url, "events": ["document.pii_detected"]}),
+            )
+            .await,
+    )
+    .await;
+    *receiver.secret.lock().unwrap() = hook["secret"].as_str().unwrap().to_owned();
     let source = server.create_source(&admin, "Payments").await;
     let card = server
         .upload_ok(
@@ -253,6 +265,41 @@ async fn personal_data_in_a_document_name_holds_it_and_redact_renames_it() {
     assert_eq!(detail["findings"][0]["in"], "name", "{detail}");
     assert_eq!(detail["findings"][0]["text"], "jane.doe@example.com");
 
+    // While they wait, listings and the announcement show the names masked; only the
+    // reviewer's findings hold what was found.
+    let listed = server.documents(&admin, &source).await;
+    let mut names: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap())
+        .collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        ["notes for [EMAIL].md", "statement [CREDIT_CARD].md"],
+        "{listed}"
+    );
+    assert_eq!(
+        detail["document"]["name"], "notes for [EMAIL].md",
+        "{detail}"
+    );
+    let started = Instant::now();
+    while receiver.received().len() < 2 {
+        assert!(started.elapsed() < Duration::from_secs(10));
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let mut announced: Vec<String> = receiver
+        .received()
+        .into_iter()
+        .map(|(_, e)| e["data"]["documentName"].as_str().unwrap().to_owned())
+        .collect();
+    announced.sort_unstable();
+    assert_eq!(
+        announced,
+        ["notes for [EMAIL].md", "statement [CREDIT_CARD].md"]
+    );
+
     // Redact: the stored name loses the number, the extension stays.
     let redacted =
         body(post(&server, &admin, &format!("/api/v1/reviews/{card}/redact")).await).await;
@@ -279,6 +326,10 @@ async fn personal_data_in_a_document_name_holds_it_and_redact_renames_it() {
         .await;
     assert_eq!(doc["name"], "notes for jane.doe@example.com.md", "{doc}");
     let decided = body(server.get(&admin, &format!("/api/v1/reviews/{mail}")).await).await;
+    assert_eq!(
+        decided["document"]["name"], "notes for jane.doe@example.com.md",
+        "{decided}"
+    );
     assert_eq!(
         decided["findings"],
         json!([{"type": "email", "count": 1, "in": ["name"], "excerpt": "j***.***@*******.*om"}])
