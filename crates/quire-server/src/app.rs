@@ -3,6 +3,7 @@
 //! same two functions, so the tests exercise the real wiring.
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,6 +35,8 @@ pub struct App {
     /// True when no other process runs workers on this store (the embedded SQLite default,
     /// whose data directory this process holds the index lock of).
     owns_its_jobs: bool,
+    /// The metrics listener, when [`App::bind_metrics`] opened it before [`App::serve`].
+    metrics_listener: Option<TcpListener>,
 }
 
 /// Opens the configured store (`store.url`; by default SQLite in the data directory), for
@@ -164,6 +167,7 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
         state,
         config: config.clone(),
         owns_its_jobs,
+        metrics_listener: None,
     })
 }
 
@@ -187,21 +191,41 @@ impl App {
         &self.state.services
     }
 
+    /// Opens the metrics listener of `metrics.bind` now rather than in [`App::serve`], and
+    /// returns its address (`None` when metrics are off). With port 0 the system picks a free
+    /// port: tests learn it here instead of guessing one that another process may take first.
+    pub async fn bind_metrics(&mut self) -> anyhow::Result<Option<SocketAddr>> {
+        if self.metrics_listener.is_none()
+            && let Some(address) = self.config.metrics.address()?
+        {
+            let listener = TcpListener::bind(address).await.with_context(|| {
+                format!("could not listen for metrics on {address} (metrics.bind)")
+            })?;
+            self.metrics_listener = Some(listener);
+        }
+        self.metrics_listener
+            .as_ref()
+            .map(TcpListener::local_addr)
+            .transpose()
+            .context("the metrics listener's address")
+    }
+
     /// Serves HTTP on `listener` and runs the workers until `shutdown` completes; then stops
     /// accepting requests, lets in-flight requests and jobs finish (within the grace period)
     /// and closes the database.
     pub async fn serve(
-        self,
+        mut self,
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
         // First, so a metrics address that cannot be used stops the start before any work.
-        let metrics = match self.config.metrics.address()? {
+        let metrics = match self.bind_metrics().await? {
             Some(address) => {
                 let handle = crate::metrics::recorder()?;
-                let listener = TcpListener::bind(address).await.with_context(|| {
-                    format!("could not listen for metrics on {address} (metrics.bind)")
-                })?;
+                let listener = self
+                    .metrics_listener
+                    .take()
+                    .context("the metrics listener was just opened")?;
                 tracing::info!(%address, "Prometheus metrics at /metrics");
                 let router = crate::metrics::router(handle, self.state.services.clone());
                 Some(tokio::spawn(async move {
@@ -318,7 +342,7 @@ impl App {
         // The peer address feeds the admin sign-in throttle.
         let served = axum::serve(
             listener,
-            router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+            router.into_make_service_with_connect_info::<SocketAddr>(),
         )
         .with_graceful_shutdown(shutdown)
         .await

@@ -33,6 +33,8 @@ pub struct TestServer {
     /// A second handle on the server's database, as the CLI would open it.
     pub store: Arc<dyn Store>,
     pub data_dir: Arc<TempDir>,
+    /// Where the metrics listener listens, when `metrics.bind` is set (port 0 picks one).
+    pub metrics_addr: Option<SocketAddr>,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<anyhow::Result<()>>>,
 }
@@ -147,7 +149,8 @@ impl TestServer {
     ) -> Self {
         let mut config = test_config(data_dir.path());
         adjust(&mut config);
-        let app = quire::build(&config, clock.clone()).await.unwrap();
+        let mut app = quire::build(&config, clock.clone()).await.unwrap();
+        let metrics_addr = app.bind_metrics().await.unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (tx, rx) = oneshot::channel::<()>();
@@ -161,6 +164,7 @@ impl TestServer {
             clock,
             store,
             data_dir,
+            metrics_addr,
             shutdown: Some(tx),
             task: Some(task),
         }

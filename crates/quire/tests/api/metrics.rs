@@ -8,10 +8,13 @@ use serde_json::json;
 use crate::helpers::TestServer;
 use crate::semantic::model_dir;
 
-/// A loopback port nobody listens on right now.
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
+/// A loopback address where nobody listens for as long as the returned socket lives: bound,
+/// never listening, so connections to it are refused and no other process can take the port.
+fn refusing_address() -> (tokio::net::TcpSocket, std::net::SocketAddr) {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let address = socket.local_addr().unwrap();
+    (socket, address)
 }
 
 /// The value of the series `name` whose labels include every one of `labels`.
@@ -32,9 +35,8 @@ fn value(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
 
 #[tokio::test]
 async fn metrics_are_scraped_with_requests_documents_stages_and_pool() {
-    let port = free_port();
     let server = TestServer::start_with(|c| {
-        c.metrics.bind = Some(format!("127.0.0.1:{port}"));
+        c.metrics.bind = Some("127.0.0.1:0".into());
         c.embedding.model_dir = Some(model_dir());
         c.webhooks.allow_private_targets = true;
     })
@@ -42,7 +44,8 @@ async fn metrics_are_scraped_with_requests_documents_stages_and_pool() {
     let key = server.key(Permission::ReadWrite).await;
     // A webhook nobody listens at: its delivery ends `unreachable`.
     let admin = server.key(Permission::Admin).await;
-    let hook = format!("http://127.0.0.1:{}/hook", free_port());
+    let (_refusing, nobody) = refusing_address();
+    let hook = format!("http://{nobody}/hook");
     let created = server
         .post_json(
             &admin,
@@ -88,8 +91,9 @@ async fn metrics_are_scraped_with_requests_documents_stages_and_pool() {
     );
     // Scraped until the webhook's delivery has been attempted (it runs in the background).
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    let metrics = server.metrics_addr.expect("metrics.bind is set");
     let text = loop {
-        let scraped = reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
+        let scraped = reqwest::get(format!("http://{metrics}/metrics"))
             .await
             .unwrap();
         assert_eq!(scraped.status(), StatusCode::OK);
