@@ -79,6 +79,15 @@ struct Fixture {
 }
 
 async fn fixture(lease: chrono::Duration, index_time_budget: Duration) -> Fixture {
+    fixture_with(lease, index_time_budget, |_| {}).await
+}
+
+/// [`fixture`] with its ingest settings adjusted by `adjust`.
+async fn fixture_with(
+    lease: chrono::Duration,
+    index_time_budget: Duration,
+    adjust: impl FnOnce(&mut IngestSettings),
+) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let store = quire_store::open(&StoreLocation::Sqlite(dir.path().join("quire.db")))
         .await
@@ -102,23 +111,25 @@ async fn fixture(lease: chrono::Duration, index_time_budget: Duration) -> Fixtur
     let semantic = Arc::new(Semantic::open(&dir.path().join("vectors"), embedder.clone()).unwrap());
     let index = Arc::new(KeywordIndex::open(&dir.path().join("index")).unwrap());
     let files = Arc::new(LocalFiles::in_data_dir(dir.path()).unwrap());
+    let mut settings = IngestSettings {
+        max_upload_bytes: 1 << 20,
+        chunking: ChunkingParams::default(),
+        parse_limits: ParseLimits::default(),
+        output_limits: quire_ingest::OutputLimits::default(),
+        time_budget: Duration::from_secs(30),
+        index_time_budget,
+        isolation: Isolation::InProcess,
+        lease,
+        max_attempts: 3,
+    };
+    adjust(&mut settings);
     let ingest = Ingest::new(
         Arc::clone(&store),
         Arc::clone(&index),
         Staging::open(dir.path()).unwrap(),
         files.clone(),
         clock.clone(),
-        IngestSettings {
-            max_upload_bytes: 1 << 20,
-            chunking: ChunkingParams::default(),
-            parse_limits: ParseLimits::default(),
-            output_limits: quire_ingest::OutputLimits::default(),
-            time_budget: Duration::from_secs(30),
-            index_time_budget,
-            isolation: Isolation::InProcess,
-            lease,
-            max_attempts: 3,
-        },
+        settings,
     )
     .with_semantic(Some(Arc::clone(&semantic)));
     Fixture {
@@ -221,6 +232,68 @@ async fn a_document_that_outlasts_its_lease_is_processed_once() {
     let doc = f.document("slow.txt").await;
     assert_eq!(doc.status, DocumentStatus::Ready, "{:?}", doc.error);
     assert_eq!(f.embedder.calls.load(Ordering::SeqCst), 1, "embedded once");
+}
+
+/// A document of 50,000 chunks outlasts its lease many times over while it is embedded,
+/// indexed and stored: its lease is renewed all along, no other worker takes it over, and
+/// each chunk is embedded, indexed and stored once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_document_of_50_000_chunks_is_processed_once() {
+    const PARAGRAPHS: usize = 50_000;
+    let lease = chrono::Duration::milliseconds(600);
+    let f = fixture_with(lease, Duration::from_secs(600), |settings| {
+        settings.max_upload_bytes = 8 << 20;
+        // One short paragraph a chunk.
+        settings.chunking = ChunkingParams {
+            target_tokens: 8,
+            overlap_tokens: 0,
+            ..ChunkingParams::default()
+        };
+    })
+    .await;
+    let text: String = (0..PARAGRAPHS)
+        .map(|i| format!("Paragraph {i} on seals.\n\n"))
+        .collect();
+    f.upload("long.txt", &text).await;
+    let ingest = Arc::clone(&f.ingest);
+    let first = tokio::spawn(async move { ingest.process_next("w1").await });
+    // The clock keeps real time; the job outlasts its lease several times (it is renewed every
+    // third of a lease) while another worker keeps asking for it.
+    let mut leases_outlasted = 0;
+    let started = f.clock.now();
+    while !first.is_finished() {
+        f.clock.advance(chrono::Duration::milliseconds(100));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = f.clock.now();
+        let other = f.store.claim_job("w2", now, now + lease).await.unwrap();
+        assert!(other.is_none(), "another worker took the job while it ran");
+        leases_outlasted = ((now - started).num_milliseconds() / lease.num_milliseconds()) as u32;
+    }
+    assert!(first.await.unwrap().unwrap());
+    assert!(
+        leases_outlasted >= 2,
+        "ran for only {leases_outlasted} leases"
+    );
+
+    let doc = f.document("long.txt").await;
+    assert_eq!(doc.status, DocumentStatus::Ready, "{:?}", doc.error);
+    assert_eq!(doc.chunk_count, PARAGRAPHS as u64);
+    assert_eq!(
+        f.store.document_chunks(doc.id).await.unwrap().len(),
+        PARAGRAPHS
+    );
+    assert_eq!(
+        f.semantic.vectors().len(),
+        PARAGRAPHS,
+        "each chunk embedded once"
+    );
+    let batches = PARAGRAPHS.div_ceil(128);
+    assert_eq!(f.embedder.calls.load(Ordering::SeqCst), batches);
+    let found = f
+        .index
+        .search("paragraph 49999", &SourceScope::All, 10)
+        .unwrap();
+    assert_eq!(found.len(), 10);
 }
 
 #[tokio::test]
