@@ -21,6 +21,7 @@
 mod assets;
 mod error;
 mod html;
+mod login_token;
 mod pages;
 pub mod password;
 mod session;

@@ -9,16 +9,13 @@ use quire_core::Secret;
 
 use super::audit;
 use crate::html::{bare_page, esc, time};
-use crate::password;
 use crate::session::{
     Client, Form, LOGIN_COOKIE, SESSION_COOKIE, Signed, constant_time_eq, cookie, csrf_refused,
     hash_token, new_token, session_cookie, session_expiry, set_cookie,
 };
 use crate::throttle::Refusal;
 use crate::{AdminError, AdminState};
-
-/// How long the sign-in form's token cookie lives, in seconds.
-const LOGIN_COOKIE_SECONDS: i64 = 3600;
+use crate::{login_token, password};
 
 fn login_page(status: StatusCode, token: &str, message: Option<&str>) -> Response {
     let message = message
@@ -36,12 +33,13 @@ fn login_page(status: StatusCode, token: &str, message: Option<&str>) -> Respons
     bare_page(status, "Sign in", &body)
 }
 
-/// GET /admin/login: the form, with a fresh double-submit token.
+/// GET /admin/login: the form, with a fresh token this server signed, in the form and in a
+/// cookie (double submit).
 pub(crate) async fn form(
     State(state): State<AdminState>,
     client: Client,
 ) -> Result<Response, AdminError> {
-    if state.app.store.admin_password_hash().await?.is_none() {
+    let Some(password_hash) = state.app.store.admin_password_hash().await? else {
         return Ok(bare_page(
             StatusCode::OK,
             "No password set",
@@ -49,17 +47,23 @@ pub(crate) async fn form(
              <code>quire admin set-password</code> (it reads the password from standard input), \
              or start the server once with <code>QUIRE_ADMIN_PASSWORD</code> set.</p>",
         ));
-    }
-    let token = new_token()?;
+    };
+    let token = login_token::issue(&password_hash, state.app.clock.now())?;
     let mut response = login_page(StatusCode::OK, &token, None);
     response.headers_mut().append(
         header::SET_COOKIE,
-        set_cookie(LOGIN_COOKIE, &token, LOGIN_COOKIE_SECONDS, client.https),
+        set_cookie(
+            LOGIN_COOKIE,
+            &token,
+            login_token::LIFETIME_SECONDS,
+            client.https,
+        ),
     );
     Ok(response)
 }
 
-/// POST /admin/login: checks the form token, the throttle and the password.
+/// POST /admin/login: checks the form token (the cookie and the field agree, and this server
+/// signed it under the current password, unexpired), the throttle and the password.
 pub(crate) async fn submit(
     State(state): State<AdminState>,
     client: Client,
@@ -67,17 +71,22 @@ pub(crate) async fn submit(
     body: Bytes,
 ) -> Result<Response, AdminError> {
     let form = Form::parse(&body);
-    let token = match (cookie(&headers, LOGIN_COOKIE), form.get("csrf")) {
-        (Some(cookie), Some(field)) if constant_time_eq(cookie, field) => cookie.to_owned(),
-        _ => return Ok(csrf_refused()),
-    };
     let now = state.app.clock.now();
     let Some(stored) = state.app.store.admin_password_hash().await? else {
+        // Nothing to sign in to, and no key that could have signed a form token.
         return Ok(login_page(
             StatusCode::UNAUTHORIZED,
-            &token,
+            "",
             Some("No admin password is set; use `quire admin set-password`."),
         ));
+    };
+    let token = match (cookie(&headers, LOGIN_COOKIE), form.get("csrf")) {
+        (Some(cookie), Some(field))
+            if constant_time_eq(cookie, field) && login_token::is_valid(&stored, field, now) =>
+        {
+            cookie.to_owned()
+        }
+        _ => return Ok(csrf_refused()),
     };
     state.throttle.password_is(&stored);
     let reservation = match state.throttle.reserve(client.ip, now) {

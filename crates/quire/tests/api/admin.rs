@@ -361,6 +361,45 @@ async fn posts_without_the_right_csrf_token_are_refused() {
     )
     .await;
     assert_eq!(response.status(), StatusCode::FORBIDDEN);
+
+    // Agreeing is not enough: the token must be one this server signed, under the current
+    // password, within the hour.
+    let forged = "0123456789abcdef.99999999999.0123456789abcdef";
+    let response = post_form(
+        &server,
+        "/admin/login",
+        &format!("quire_admin_login={forged}"),
+        &[("csrf", forged), ("password", PASSWORD)],
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    let (cookie, token) = login_form(&server).await;
+    server.clock.advance(Duration::minutes(61));
+    let response = post_form(
+        &server,
+        "/admin/login",
+        &cookie,
+        &[("csrf", &token), ("password", PASSWORD)],
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::FORBIDDEN, "expired");
+    let (cookie, token) = login_form(&server).await;
+    set_password(&server, "a new password for the admin").await;
+    let response = post_form(
+        &server,
+        "/admin/login",
+        &cookie,
+        &[
+            ("csrf", &token),
+            ("password", "a new password for the admin"),
+        ],
+    )
+    .await;
+    assert_eq!(
+        response.status(),
+        StatusCode::FORBIDDEN,
+        "issued before the new password"
+    );
     let _ = csrf;
 }
 
