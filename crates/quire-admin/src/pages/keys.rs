@@ -13,7 +13,8 @@ use quire_app::keys::{KeySpec, issue_key};
 use quire_core::{ApiKeyRecord, KeyId, Permission, SourceId, SourceRecord, SourceScope};
 
 use super::audit;
-use crate::html::{csrf_field, esc, opt_time, page, time};
+use crate::html::legacy::{csrf_field, esc, page};
+use crate::html::{opt_time, time};
 use crate::session::{Form, Signed, csrf_refused};
 use crate::{AdminError, AdminState};
 

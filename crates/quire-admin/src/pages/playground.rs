@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
 use quire_core::{ApiKeyRecord, KeyId, SearchLimit, SearchQuery};
 
-use crate::html::{csrf_field, esc, page};
+use crate::html::legacy::{csrf_field, esc, page};
 use crate::session::{Form, Signed, csrf_refused};
 use crate::{AdminError, AdminState};
 

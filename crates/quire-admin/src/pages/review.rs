@@ -13,7 +13,8 @@ use quire_store::{ReviewDecision, ReviewRecord};
 use serde_json::Value;
 
 use super::audit;
-use crate::html::{csrf_field, esc, page, time};
+use crate::html::legacy::{csrf_field, esc, page};
+use crate::html::time;
 use crate::session::{Form, Signed, csrf_refused};
 use crate::{AdminError, AdminState};
 

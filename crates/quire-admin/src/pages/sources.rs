@@ -19,7 +19,8 @@ use quire_store::{Created, DocumentProgress, ProcessingStage};
 use serde_json::{Value, json};
 
 use super::audit;
-use crate::html::{csrf_field, esc, page, time};
+use crate::html::legacy::{csrf_field, esc, page};
+use crate::html::time;
 use crate::session::{Form, Signed, csrf_refused};
 use crate::{AdminError, AdminState};
 
@@ -431,7 +432,7 @@ fn declared_length(headers: &HeaderMap) -> Option<u64> {
 }
 
 fn too_large_request() -> Response {
-    crate::html::bare_page(
+    crate::html::legacy::bare_page(
         StatusCode::PAYLOAD_TOO_LARGE,
         "Upload too large",
         r#"<p>The upload is larger than the server accepts. Send fewer or smaller files.</p><p><a href="/admin/sources">Back to the sources</a></p>"#,

@@ -14,7 +14,8 @@ use quire_store::WebhookRecord;
 use super::audit;
 use crate::AdminState;
 use crate::error::AdminError;
-use crate::html::{csrf_field, esc, page, time};
+use crate::html::legacy::{csrf_field, esc, page};
+use crate::html::time;
 use crate::session::{Form, Signed, csrf_refused};
 
 const NAV: &str = "/admin/webhooks";
