@@ -138,8 +138,7 @@ pub(crate) fn bare_page(status: StatusCode, title: &str, body: Markup) -> Respon
 /// The pages still built as strings, until each is a template: their own escaping, and the
 /// layout around markup they have escaped themselves.
 pub(crate) mod legacy {
-    use axum::http::StatusCode;
-    use axum::response::{Html, Response};
+    use axum::response::Html;
     use maud::PreEscaped;
 
     /// Escapes text for use in element content and in double-quoted attribute values.
@@ -167,12 +166,6 @@ pub(crate) mod legacy {
     pub(crate) fn page(current: &str, title: &str, csrf: &str, body: &str) -> Html<String> {
         // Transitional: `body` was escaped value by value with `esc`.
         super::page(current, title, csrf, PreEscaped(body.to_owned()))
-    }
-
-    /// [`super::bare_page`] around `body`, which its caller escaped.
-    pub(crate) fn bare_page(status: StatusCode, title: &str, body: &str) -> Response {
-        // Transitional: `body` was escaped value by value with `esc`.
-        super::bare_page(status, title, PreEscaped(body.to_owned()))
     }
 
     #[cfg(test)]
