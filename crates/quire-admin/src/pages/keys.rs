@@ -118,6 +118,8 @@ fn create_form(csrf: &str, sources: &[SourceRecord], draft: &Draft) -> Markup {
                 "Rate limit (requests per minute for search and for generate; empty for the default)"
             }
             input type="number" id="rate_limit" name="rate_limit" min="1" value=(draft.rate_limit);
+            // The field and the button are inline: a space keeps them apart.
+            " "
             button type="submit" { "Create key" }
         }
     }

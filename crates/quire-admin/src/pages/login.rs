@@ -30,6 +30,8 @@ fn login_page(status: StatusCode, token: &str, message: Option<&str>) -> Respons
             (csrf_field(token))
             label for="password" { "Admin password" }
             input type="password" id="password" name="password" autocomplete="current-password" required autofocus;
+            // The field and the button are inline: a space keeps them apart.
+            " "
             button type="submit" { "Sign in" }
         }
     };

@@ -36,8 +36,9 @@ fn form(csrf: &str, keys: &[ApiKeyRecord], chosen: Option<KeyId>, query: &str) -
             }
             label for="query" { "Query or question" }
             input type="text" id="query" name="query" required value=(query);
+            // The field and the buttons are inline: spaces keep them apart.
+            " "
             button type="submit" id="search-button" name="action" value="search" { "Search" }
-            // Keeps the inline buttons apart (they have no side margins).
             " "
             button type="submit" id="ask-button" name="action" value="ask" {
                 "Ask (answer with citations)"

@@ -49,6 +49,8 @@ fn source_form(csrf: &str, error: Option<&str>, name: &str, description: &str) -
             input type="text" id="source-name" name="name" required value=(name);
             label for="source-description" { "Description (optional)" }
             input type="text" id="source-description" name="description" value=(description);
+            // The field and the button are inline: a space keeps them apart.
+            " "
             button type="submit" id="create-source" { "Create source" }
         }
     }
@@ -260,6 +262,8 @@ pub(crate) async fn show(
             (csrf_field(&signed.csrf))
             label for="files" { "Files (up to " (max) " each)" }
             input type="file" id="files" name="files" multiple required;
+            // The field and the button are inline: a space keeps them apart.
+            " "
             button type="submit" id="upload-button" { "Upload" }
         }
         (back("/admin/sources", "Back to the sources"))
