@@ -32,11 +32,7 @@ impl IntoResponse for AdminError {
         // A refusal the pages did not handle themselves is shown with its reason; every other
         // variant is a fault of the service, whose details go to the log only.
         let refused = |status: StatusCode, message: &str| {
-            html::bare_page(
-                status,
-                "Request refused",
-                &format!("<p>{}</p>", html::esc(message)),
-            )
+            html::bare_page(status, "Request refused", maud::html! { p { (message) } })
         };
         match &self {
             AdminError::App(AppError::Invalid(m)) => {
@@ -71,7 +67,7 @@ impl IntoResponse for AdminError {
         html::bare_page(
             StatusCode::INTERNAL_SERVER_ERROR,
             "Something went wrong",
-            "<p>The request could not be completed. The error was logged.</p>",
+            maud::html! { p { "The request could not be completed. The error was logged." } },
         )
     }
 }

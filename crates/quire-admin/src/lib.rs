@@ -1,6 +1,7 @@
 //! Quire's admin web interface under `/admin`: one password (Argon2id), cookie sessions with
 //! per-session CSRF tokens, a sign-in throttle, and server-rendered pages (dashboard, API keys,
-//! sources and documents, review queue, webhooks, search playground, audit log) that work without JavaScript.
+//! sources and documents, review queue, webhooks, search playground, audit log) that work without
+//! JavaScript, written as maud templates so every value they show is escaped by default.
 //!
 //! Decisions (see also `docs/admin.md`):
 //! - A session lasts 12 hours from sign-in, whatever the activity (absolute expiry; no write

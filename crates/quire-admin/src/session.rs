@@ -119,7 +119,10 @@ impl IntoResponse for NotSignedIn {
             NotSignedIn::Unauthorized => html::bare_page(
                 StatusCode::UNAUTHORIZED,
                 "Not signed in",
-                r#"<p>Your session has ended or you are not signed in.</p><p><a href="/admin/login">Sign in</a></p>"#,
+                maud::html! {
+                    p { "Your session has ended or you are not signed in." }
+                    (html::back("/admin/login", "Sign in"))
+                },
             ),
             NotSignedIn::Failed(e) => e.into_response(),
         }
@@ -171,7 +174,13 @@ pub(crate) fn csrf_refused() -> Response {
     html::bare_page(
         StatusCode::FORBIDDEN,
         "Form expired",
-        r#"<p>This form could not be verified (a missing or outdated security token). Go back, reload the page and try again.</p><p><a href="/admin">Back to the dashboard</a></p>"#,
+        maud::html! {
+            p {
+                "This form could not be verified (a missing or outdated security token). Go back, \
+                 reload the page and try again."
+            }
+            (html::back("/admin", "Back to the dashboard"))
+        },
     )
 }
 

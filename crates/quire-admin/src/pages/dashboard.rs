@@ -1,12 +1,11 @@
 //! The dashboard: what the service holds and what went wrong lately.
 
-use std::fmt::Write as _;
-
 use axum::extract::State;
 use axum::response::Html;
+use maud::html;
 use quire_core::{DocumentStatus, SourceScope};
 
-use crate::html::{esc, page, time};
+use crate::html::{page, table, time};
 use crate::session::Signed;
 use crate::{AdminError, AdminState};
 
@@ -32,45 +31,38 @@ pub(crate) async fn show(
     let jobs = store.pending_job_count().await?;
     let failures = store.recent_failures(RECENT_FAILURES).await?;
 
-    let mut stats = format!(
-        r#"<li><span class="n">{sources}</span>Sources</li><li><span class="n">{jobs}</span>Pending jobs</li>"#
-    );
-    for (status, label) in STATUSES {
-        let n = counts
+    let count = |status: DocumentStatus| {
+        counts
             .iter()
             .find(|(s, _)| *s == status)
-            .map_or(0, |(_, n)| *n);
-        let _ = write!(
-            stats,
-            r#"<li><span class="n">{n}</span>Documents {}</li>"#,
-            label.to_lowercase()
-        );
-    }
-    let failures_html = if failures.is_empty() {
-        r#"<p class="muted">No document has failed.</p>"#.to_owned()
-    } else {
-        let mut rows = String::new();
-        for doc in &failures {
-            let _ = write!(
-                rows,
-                "<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td></tr>",
-                esc(&doc.name),
-                doc.source_id,
-                esc(doc.error.as_deref().unwrap_or("")),
-                time(doc.updated_at)
-            );
-        }
-        format!(
-            r#"<div class="table"><table><caption class="muted">The {RECENT_FAILURES} most recent</caption>
-<thead><tr><th scope="col">Document</th><th scope="col">Source</th><th scope="col">Error</th><th scope="col">Failed at</th></tr></thead>
-<tbody>{rows}</tbody></table></div>"#
-        )
+            .map_or(0, |(_, n)| *n)
     };
-    let body = format!(
-        r#"<h1>Dashboard</h1>
-<ul class="stats" aria-label="Counts">{stats}</ul>
-<h2>Recent failures</h2>
-{failures_html}"#
-    );
-    Ok(page("/admin", "Dashboard", &signed.csrf, &body))
+    let caption = format!("The {RECENT_FAILURES} most recent");
+    let rows = html! {
+        @for doc in &failures {
+            tr {
+                td { (doc.name) }
+                td { code { (doc.source_id) } }
+                td { (doc.error.as_deref().unwrap_or("")) }
+                td { (time(doc.updated_at)) }
+            }
+        }
+    };
+    let body = html! {
+        h1 { "Dashboard" }
+        ul class="stats" aria-label="Counts" {
+            li { span class="n" { (sources) } "Sources" }
+            li { span class="n" { (jobs) } "Pending jobs" }
+            @for (status, label) in STATUSES {
+                li { span class="n" { (count(status)) } "Documents " (label.to_lowercase()) }
+            }
+        }
+        h2 { "Recent failures" }
+        @if failures.is_empty() {
+            p class="muted" { "No document has failed." }
+        } @else {
+            (table(None, Some(&caption), &["Document", "Source", "Error", "Failed at"], rows))
+        }
+    };
+    Ok(page("/admin", "Dashboard", &signed.csrf, body))
 }

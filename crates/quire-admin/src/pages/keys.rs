@@ -2,18 +2,18 @@
 //! confirmation step.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
+use maud::{Markup, html};
 use quire_app::AppError;
 use quire_app::keys::{KeySpec, issue_key};
 use quire_core::{ApiKeyRecord, KeyId, Permission, SourceId, SourceRecord, SourceScope};
 
 use super::audit;
-use crate::html::{csrf_field, esc, opt_time, page, time};
+use crate::html::{alert, back, csrf_field, opt_time, page, table, time};
 use crate::session::{Form, Signed, csrf_refused};
 use crate::{AdminError, AdminState};
 
@@ -26,37 +26,40 @@ fn scope_text(scope: &SourceScope, names: &HashMap<SourceId, &str>) -> String {
         Some(ids) if ids.is_empty() => "No source".into(),
         Some(ids) => ids
             .iter()
-            .map(|id| esc(names.get(id).copied().unwrap_or("(deleted source)")))
+            .map(|id| names.get(id).copied().unwrap_or("(deleted source)"))
             .collect::<Vec<_>>()
             .join(", "),
     }
 }
 
-fn key_rows(keys: &[ApiKeyRecord], names: &HashMap<SourceId, &str>) -> String {
-    let mut rows = String::new();
-    for key in keys {
-        let action = match key.revoked_at {
-            Some(at) => format!("Revoked {}", time(at)),
-            None => format!(
-                r#"<a href="/admin/keys/{}/revoke">Revoke<span class="visually-hidden"> {}</span></a>"#,
-                key.id,
-                esc(&key.name)
-            ),
-        };
-        let _ = write!(
-            rows,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&key.name),
-            key.permission,
-            scope_text(&key.scope, names),
-            key.rate_limit
-                .map_or_else(|| "default".to_owned(), |n| format!("{n}/min")),
-            time(key.created_at),
-            opt_time(key.last_used_at),
-            action
-        );
+fn key_rows(keys: &[ApiKeyRecord], names: &HashMap<SourceId, &str>) -> Markup {
+    html! {
+        @for key in keys {
+            tr {
+                td { (key.name) }
+                td { (key.permission) }
+                td { (scope_text(&key.scope, names)) }
+                td {
+                    @match key.rate_limit {
+                        Some(n) => { (n) "/min" },
+                        None => "default",
+                    }
+                }
+                td { (time(key.created_at)) }
+                td { (opt_time(key.last_used_at)) }
+                td {
+                    @match key.revoked_at {
+                        Some(at) => { "Revoked " (time(at)) },
+                        None => {
+                            a href={ "/admin/keys/" (key.id) "/revoke" } {
+                                "Revoke" span class="visually-hidden" { " " (key.name) }
+                            }
+                        },
+                    }
+                }
+            }
+        }
     }
-    rows
 }
 
 /// What the create form was filled with (to show it again after an error).
@@ -68,66 +71,91 @@ struct Draft {
     rate_limit: String,
 }
 
-fn create_form(csrf: &str, sources: &[SourceRecord], draft: &Draft) -> String {
-    let mut options = String::new();
-    for permission in [Permission::Read, Permission::ReadWrite, Permission::Admin] {
-        let selected = if draft.permission == Some(permission) {
-            " selected"
-        } else {
-            ""
-        };
-        let _ = write!(
-            options,
-            r#"<option value="{p}"{selected}>{p}</option>"#,
-            p = permission.as_str()
-        );
-    }
-    let mut boxes = String::new();
-    for (i, source) in sources.iter().enumerate() {
-        let checked = if draft
+fn create_form(csrf: &str, sources: &[SourceRecord], draft: &Draft) -> Markup {
+    let chosen = |source: &SourceRecord| {
+        draft
             .chosen
             .as_ref()
             .is_some_and(|c| c.contains(&source.id))
-        {
-            " checked"
-        } else {
-            ""
-        };
-        let _ = write!(
-            boxes,
-            r#"<div><input type="checkbox" id="source-{i}" name="source" value="{id}"{checked}> <label for="source-{i}">{name}</label></div>"#,
-            id = source.id,
-            name = esc(&source.name)
-        );
-    }
-    if sources.is_empty() {
-        boxes.push_str(r#"<p class="muted">No source exists yet.</p>"#);
-    }
-    let (all_checked, chosen_checked) = if draft.chosen.is_some() {
-        ("", " checked")
-    } else {
-        (" checked", "")
     };
-    format!(
-        r#"<form method="post" action="/admin/keys" class="card">
-{csrf}
-<label for="name">Name</label>
-<input type="text" id="name" name="name" maxlength="{MAX_NAME_CHARS}" required value="{name}">
-<label for="permission">Permission</label>
-<select id="permission" name="permission">{options}</select>
-<fieldset><legend>Sources</legend>
-<div><input type="radio" id="scope-all" name="scope" value="all"{all_checked}> <label for="scope-all">All sources, including future ones</label></div>
-<div><input type="radio" id="scope-chosen" name="scope" value="chosen"{chosen_checked}> <label for="scope-chosen">Only the sources chosen below</label></div>
-{boxes}
-</fieldset>
-<label for="rate_limit">Rate limit (requests per minute for search and for generate; empty for the default)</label>
-<input type="number" id="rate_limit" name="rate_limit" min="1" value="{rate}">
-<button type="submit">Create key</button>
-</form>"#,
-        csrf = csrf_field(csrf),
-        name = esc(&draft.name),
-        rate = esc(&draft.rate_limit),
-    )
+    html! {
+        form method="post" action="/admin/keys" class="card" {
+            (csrf_field(csrf))
+            label for="name" { "Name" }
+            input type="text" id="name" name="name" maxlength=(MAX_NAME_CHARS) required value=(draft.name);
+            label for="permission" { "Permission" }
+            select id="permission" name="permission" {
+                @for permission in [Permission::Read, Permission::ReadWrite, Permission::Admin] {
+                    option value=(permission.as_str()) selected[draft.permission == Some(permission)] {
+                        (permission.as_str())
+                    }
+                }
+            }
+            fieldset {
+                legend { "Sources" }
+                div {
+                    input type="radio" id="scope-all" name="scope" value="all" checked[draft.chosen.is_none()];
+                    " "
+                    label for="scope-all" { "All sources, including future ones" }
+                }
+                div {
+                    input type="radio" id="scope-chosen" name="scope" value="chosen" checked[draft.chosen.is_some()];
+                    " "
+                    label for="scope-chosen" { "Only the sources chosen below" }
+                }
+                @for (i, source) in sources.iter().enumerate() {
+                    div {
+                        input type="checkbox" id={ "source-" (i) } name="source" value=(source.id) checked[chosen(source)];
+                        " "
+                        label for={ "source-" (i) } { (source.name) }
+                    }
+                }
+                @if sources.is_empty() {
+                    p class="muted" { "No source exists yet." }
+                }
+            }
+            label for="rate_limit" {
+                "Rate limit (requests per minute for search and for generate; empty for the default)"
+            }
+            input type="number" id="rate_limit" name="rate_limit" min="1" value=(draft.rate_limit);
+            // The field and the button are inline: a space keeps them apart.
+            " "
+            button type="submit" { "Create key" }
+        }
+    }
+}
+
+/// The keys, the create form and what was wrong with the form, if anything.
+fn list_body(
+    keys: &[ApiKeyRecord],
+    sources: &[SourceRecord],
+    csrf: &str,
+    error: Option<&str>,
+    draft: &Draft,
+) -> Markup {
+    let names: HashMap<SourceId, &str> = sources.iter().map(|s| (s.id, s.name.as_str())).collect();
+    let headings = [
+        "Name",
+        "Permission",
+        "Sources",
+        "Rate limit",
+        "Created",
+        "Last used",
+        "Status",
+    ];
+    html! {
+        h1 { "API keys" }
+        @if keys.is_empty() {
+            p class="muted" { "No key exists yet." }
+        } @else {
+            (table(None, None, &headings, key_rows(keys, &names)))
+        }
+        h2 id="create" { "Create a key" }
+        @if let Some(error) = error {
+            (alert(error))
+        }
+        (create_form(csrf, sources, draft))
+    }
 }
 
 async fn list_page(
@@ -138,29 +166,8 @@ async fn list_page(
 ) -> Result<Html<String>, AdminError> {
     let keys = state.app.store.list_keys().await?;
     let sources = state.app.store.list_sources(&SourceScope::All).await?;
-    let names: HashMap<SourceId, &str> = sources.iter().map(|s| (s.id, s.name.as_str())).collect();
-    let table = if keys.is_empty() {
-        r#"<p class="muted">No key exists yet.</p>"#.to_owned()
-    } else {
-        format!(
-            r#"<div class="table"><table>
-<thead><tr><th scope="col">Name</th><th scope="col">Permission</th><th scope="col">Sources</th><th scope="col">Rate limit</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Status</th></tr></thead>
-<tbody>{}</tbody></table></div>"#,
-            key_rows(&keys, &names)
-        )
-    };
-    let error = error
-        .map(|e| format!(r#"<p class="error" role="alert">{}</p>"#, esc(e)))
-        .unwrap_or_default();
-    let body = format!(
-        r#"<h1>API keys</h1>
-{table}
-<h2 id="create">Create a key</h2>
-{error}
-{form}"#,
-        form = create_form(&signed.csrf, &sources, draft)
-    );
-    Ok(page("/admin/keys", "API keys", &signed.csrf, &body))
+    let body = list_body(&keys, &sources, &signed.csrf, error, draft);
+    Ok(page("/admin/keys", "API keys", &signed.csrf, body))
 }
 
 /// GET /admin/keys.
@@ -263,23 +270,23 @@ pub(crate) async fn create(
         format!("{} ({}), {}, {scope}", key.name, key.id, key.permission),
     )
     .await?;
-    let body = format!(
-        r#"<h1>Key created</h1>
-<p class="ok" role="status">The key <strong>{name}</strong> ({permission}) was created. Copy its secret now: it is shown only this once.</p>
-<div class="card">
-<label for="secret">Secret</label>
-<input type="text" id="secret" class="secret" readonly value="{secret}">
-<button type="button" id="copy" hidden>Copy to clipboard</button>
-<p id="copied" class="muted" role="status" aria-live="polite"></p>
-</div>
-<p><a href="/admin/keys">Back to the keys</a></p>"#,
-        name = esc(&key.name),
-        permission = key.permission,
-        secret = esc(secret.expose()),
-    );
+    let body = html! {
+        h1 { "Key created" }
+        p class="ok" role="status" {
+            "The key " strong { (key.name) } " (" (key.permission) ") was created. Copy its secret \
+             now: it is shown only this once."
+        }
+        div class="card" {
+            label for="secret" { "Secret" }
+            input type="text" id="secret" class="secret" readonly value=(secret.expose());
+            button type="button" id="copy" hidden { "Copy to clipboard" }
+            p id="copied" class="muted" role="status" aria-live="polite" {}
+        }
+        (back("/admin/keys", "Back to the keys"))
+    };
     Ok((
         StatusCode::CREATED,
-        page("/admin/keys", "Key created", &signed.csrf, &body),
+        page("/admin/keys", "Key created", &signed.csrf, body),
     )
         .into_response())
 }
@@ -291,7 +298,10 @@ fn not_found(signed: &Signed) -> Response {
             "/admin/keys",
             "No such key",
             &signed.csrf,
-            r#"<h1>No such key</h1><p><a href="/admin/keys">Back to the keys</a></p>"#,
+            html! {
+                h1 { "No such key" }
+                (back("/admin/keys", "Back to the keys"))
+            },
         ),
     )
         .into_response()
@@ -313,23 +323,24 @@ pub(crate) async fn confirm_revoke(
     if key.revoked_at.is_some() {
         return Ok(Redirect::to("/admin/keys").into_response());
     }
-    let body = format!(
-        r#"<h1>Revoke a key</h1>
-<div class="card">
-<p>Revoke <strong>{name}</strong> ({permission}, created {created})? Every request with it is refused from then on; this cannot be undone.</p>
-<form method="post" action="/admin/keys/{id}/revoke">
-{csrf}
-<button type="submit" class="danger">Revoke the key</button>
-<a class="button" href="/admin/keys">Cancel</a>
-</form>
-</div>"#,
-        name = esc(&key.name),
-        permission = key.permission,
-        created = time(key.created_at),
-        id = key.id,
-        csrf = csrf_field(&signed.csrf),
-    );
-    Ok(page("/admin/keys", "Revoke a key", &signed.csrf, &body).into_response())
+    let body = html! {
+        h1 { "Revoke a key" }
+        div class="card" {
+            p {
+                "Revoke " strong { (key.name) } " (" (key.permission) ", created "
+                (time(key.created_at)) ")? Every request with it is refused from then on; this \
+                 cannot be undone."
+            }
+            form method="post" action={ "/admin/keys/" (key.id) "/revoke" } {
+                (csrf_field(&signed.csrf))
+                button type="submit" class="danger" { "Revoke the key" }
+                // Keeps the inline button and link apart (they have no side margins).
+                " "
+                a class="button" href="/admin/keys" { "Cancel" }
+            }
+        }
+    };
+    Ok(page("/admin/keys", "Revoke a key", &signed.csrf, body).into_response())
 }
 
 /// POST /admin/keys/{id}/revoke.
@@ -355,4 +366,49 @@ pub(crate) async fn revoke(
     };
     audit(&state, "key.revoked", format!("{} ({})", key.name, key.id)).await?;
     Ok(Redirect::to("/admin/keys").into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::Utc;
+
+    use super::*;
+
+    /// A key name with quotes and markup stays text in the table, in the revoke link's hidden
+    /// label and in the refilled form's attribute.
+    #[test]
+    fn a_hostile_key_name_is_escaped_in_the_rendered_page() {
+        let name = r#"agent" autofocus onfocus="alert(1)" <b>bold</b>"#;
+        let escaped = "agent&quot; autofocus onfocus=&quot;alert(1)&quot; &lt;b&gt;bold&lt;/b&gt;";
+        let key = ApiKeyRecord {
+            id: KeyId::new(),
+            name: name.into(),
+            permission: Permission::Read,
+            scope: SourceScope::All,
+            rate_limit: None,
+            created_at: Utc::now(),
+            last_used_at: None,
+            revoked_at: None,
+        };
+        let draft = Draft {
+            name: name.into(),
+            ..Draft::default()
+        };
+        let body = list_body(&[key], &[], "token", Some(name), &draft);
+        let Html(html) = page("/admin/keys", "API keys", "token", body);
+        assert!(!html.contains("<b>bold"), "{html}");
+        assert!(!html.contains(r#"onfocus="alert"#), "{html}");
+        assert!(html.contains(&format!("<td>{escaped}</td>")), "{html}");
+        assert!(
+            html.contains(&format!(
+                r#"<span class="visually-hidden"> {escaped}</span>"#
+            )),
+            "{html}"
+        );
+        assert!(
+            html.contains(&format!(r#"<p class="error" role="alert">{escaped}</p>"#)),
+            "{html}"
+        );
+        assert!(html.contains(&format!(r#"value="{escaped}""#)), "{html}");
+    }
 }

@@ -5,10 +5,11 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use chrono::{DateTime, Utc};
+use maud::html;
 use quire_core::Secret;
 
 use super::audit;
-use crate::html::{bare_page, esc, time};
+use crate::html::{alert, bare_page, csrf_field, time};
 use crate::session::{
     Client, Form, LOGIN_COOKIE, SESSION_COOKIE, Signed, constant_time_eq, cookie, csrf_refused,
     hash_token, new_token, session_cookie, session_expiry, set_cookie,
@@ -18,19 +19,20 @@ use crate::{AdminError, AdminState};
 use crate::{login_token, password};
 
 fn login_page(status: StatusCode, token: &str, message: Option<&str>) -> Response {
-    let message = message
-        .map(|m| format!(r#"<p class="error" role="alert">{}</p>"#, esc(m)))
-        .unwrap_or_default();
-    let body = format!(
-        r#"{message}<form method="post" action="/admin/login">
-<input type="hidden" name="csrf" value="{token}">
-<label for="password">Admin password</label>
-<input type="password" id="password" name="password" autocomplete="current-password" required autofocus>
-<button type="submit">Sign in</button>
-</form>"#,
-        token = esc(token),
-    );
-    bare_page(status, "Sign in", &body)
+    let body = html! {
+        @if let Some(message) = message {
+            (alert(message))
+        }
+        form method="post" action="/admin/login" {
+            (csrf_field(token))
+            label for="password" { "Admin password" }
+            input type="password" id="password" name="password" autocomplete="current-password" required autofocus;
+            // The field and the button are inline: a space keeps them apart.
+            " "
+            button type="submit" { "Sign in" }
+        }
+    };
+    bare_page(status, "Sign in", body)
 }
 
 /// GET /admin/login: the form, with a fresh token this server signed, in the form and in a
@@ -43,9 +45,15 @@ pub(crate) async fn form(
         return Ok(bare_page(
             StatusCode::OK,
             "No password set",
-            "<p>The admin interface has no password yet. Set one with \
-             <code>quire admin set-password</code> (it reads the password from standard input), \
-             or start the server once with <code>QUIRE_ADMIN_PASSWORD</code> set.</p>",
+            html! {
+                p {
+                    "The admin interface has no password yet. Set one with "
+                    code { "quire admin set-password" }
+                    " (it reads the password from standard input), or start the server once with "
+                    code { "QUIRE_ADMIN_PASSWORD" }
+                    " set."
+                }
+            },
         ));
     };
     let token = login_token::issue(&password_hash, state.app.clock.now())?;
@@ -146,18 +154,21 @@ fn throttled(refusal: Refusal, now: DateTime<Utc>) -> Response {
     let (wait, message) = match refusal {
         Refusal::LockedUntil(until) => (
             (until - now).num_seconds().max(1),
-            format!(
-                "<p>Sign-in is paused after too many wrong passwords. Try again after {}.</p>",
-                esc(&time(until))
-            ),
+            html! {
+                p {
+                    "Sign-in is paused after too many wrong passwords. Try again after "
+                    (time(until)) "."
+                }
+            },
         ),
         Refusal::Busy => (
             1,
-            "<p>Too many sign-in attempts are being checked right now. Try again in a moment.</p>"
-                .to_owned(),
+            html! {
+                p { "Too many sign-in attempts are being checked right now. Try again in a moment." }
+            },
         ),
     };
-    let mut response = bare_page(StatusCode::TOO_MANY_REQUESTS, "Too many attempts", &message);
+    let mut response = bare_page(StatusCode::TOO_MANY_REQUESTS, "Too many attempts", message);
     response
         .headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from(wait));

@@ -1,19 +1,18 @@
 //! The personal-data review queue: held documents, their findings with the found text marked,
 //! and the decision (approve, redact, or reject with a confirmation box).
 
-use std::fmt::Write as _;
-
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
+use maud::{Markup, html};
 use quire_app::{AppError, reviews};
 use quire_core::{DocumentId, SourceScope};
 use quire_store::{ReviewDecision, ReviewRecord};
 use serde_json::Value;
 
 use super::audit;
-use crate::html::{csrf_field, esc, page, time};
+use crate::html::{alert, back, csrf_field, page, table, time};
 use crate::session::{Form, Signed, csrf_refused};
 use crate::{AdminError, AdminState};
 
@@ -43,85 +42,79 @@ pub(crate) async fn list(
     Query(query): Query<Done>,
 ) -> Result<Html<String>, AdminError> {
     let waiting = reviews::pending(&state.app, &SourceScope::All).await?;
-    let list = if waiting.is_empty() {
-        r#"<p class="muted">No document is waiting for review.</p>"#.to_owned()
-    } else {
-        let mut rows = String::new();
-        for review in &waiting {
-            let _ = write!(
-                rows,
-                r#"<tr><td><a class="review-link" href="/admin/review/{id}">{name}</a></td><td>{types}</td><td>{held}</td></tr>"#,
-                id = review.document.id,
-                name = esc(&review.document.name),
-                types = esc(&review.pii_types.join(", ")),
-                held = time(review.held_at)
-            );
+    let rows = html! {
+        @for review in &waiting {
+            tr {
+                td {
+                    a class="review-link" href={ "/admin/review/" (review.document.id) } { (review.document.name) }
+                }
+                td { (review.pii_types.join(", ")) }
+                td { (time(review.held_at)) }
+            }
         }
-        format!(
-            r#"<div class="table"><table>
-<thead><tr><th scope="col">Document</th><th scope="col">Personal data found</th><th scope="col">Held at</th></tr></thead>
-<tbody>{rows}</tbody></table></div>"#
-        )
     };
     let message = flash(query.done.as_deref());
-    let flash = if message.is_empty() {
-        String::new()
-    } else {
-        format!(r#"<p class="ok" role="status" id="flash">{message}</p>"#)
+    let body = html! {
+        h1 { "Review" }
+        @if !message.is_empty() {
+            p class="ok" role="status" id="flash" { (message) }
+        }
+        p {
+            "Documents held because personal data was found in them. Open one to approve it as it \
+             is, redact the personal data, or reject (delete) it."
+        }
+        @if waiting.is_empty() {
+            p class="muted" { "No document is waiting for review." }
+        } @else {
+            (table(None, None, &["Document", "Personal data found", "Held at"], rows))
+        }
     };
-    let body = format!(
-        r#"<h1>Review</h1>
-{flash}
-<p>Documents held because personal data was found in them. Open one to approve it as it is, redact the personal data, or reject (delete) it.</p>
-{list}"#
-    );
-    Ok(page(NAV, "Review", &signed.csrf, &body))
+    Ok(page(NAV, "Review", &signed.csrf, body))
 }
 
 /// `context` with every occurrence of `found` wrapped in `<mark>`, all of it escaped.
-fn marked(context: &str, found: &str) -> String {
-    if found.is_empty() {
-        return esc(context);
+fn marked(context: &str, found: &str) -> Markup {
+    html! {
+        @if found.is_empty() {
+            (context)
+        } @else {
+            @for (i, part) in context.split(found).enumerate() {
+                @if i > 0 {
+                    mark { (found) }
+                }
+                (part)
+            }
+        }
     }
-    let mut out = String::new();
-    let mut rest = context;
-    while let Some(at) = rest.find(found) {
-        out.push_str(&esc(&rest[..at]));
-        let _ = write!(out, "<mark>{}</mark>", esc(found));
-        rest = &rest[at + found.len()..];
-    }
-    out.push_str(&esc(rest));
-    out
 }
 
-fn findings_table(review: &ReviewRecord) -> String {
+fn findings_table(review: &ReviewRecord) -> Markup {
     let findings: Value = serde_json::from_str(&review.findings).unwrap_or(Value::Null);
     let Some(findings) = findings.as_array().filter(|f| !f.is_empty()) else {
-        return r#"<p class="muted">No finding was recorded.</p>"#.to_owned();
+        return html! { p class="muted" { "No finding was recorded." } };
     };
-    let mut rows = String::new();
-    for finding in findings {
-        let text = finding["text"].as_str().unwrap_or("");
-        let context = finding["context"].as_str().unwrap_or(text);
-        // Findings in the document's name have no page; those in a section path say so.
-        let page = match (finding["in"].as_str(), finding["page"].as_u64()) {
-            (Some("name"), _) => "name".to_owned(),
-            (Some("section"), Some(p)) => format!("{p} (heading)"),
-            (_, Some(p)) => p.to_string(),
-            (_, None) => "—".to_owned(),
-        };
-        let _ = write!(
-            rows,
-            r#"<tr class="finding"><td>{kind}</td><td>{page}</td><td>{context}</td></tr>"#,
-            kind = esc(finding["type"].as_str().unwrap_or("")),
-            context = marked(context, text),
-        );
+    let rows = html! {
+        @for finding in findings {
+            @let text = finding["text"].as_str().unwrap_or("");
+            tr class="finding" {
+                td { (finding["type"].as_str().unwrap_or("")) }
+                td { (finding_page(finding)) }
+                td { (marked(finding["context"].as_str().unwrap_or(text), text)) }
+            }
+        }
+    };
+    table(Some("findings"), None, &["Type", "Page", "Context"], rows)
+}
+
+/// Where a finding is: findings in the document's name have no page; those in a section path
+/// say so.
+fn finding_page(finding: &Value) -> String {
+    match (finding["in"].as_str(), finding["page"].as_u64()) {
+        (Some("name"), _) => "name".to_owned(),
+        (Some("section"), Some(p)) => format!("{p} (heading)"),
+        (_, Some(p)) => p.to_string(),
+        (_, None) => "—".to_owned(),
     }
-    format!(
-        r#"<div class="table"><table id="findings">
-<thead><tr><th scope="col">Type</th><th scope="col">Page</th><th scope="col">Context</th></tr></thead>
-<tbody>{rows}</tbody></table></div>"#
-    )
 }
 
 async fn waiting(state: &AdminState, id: &str) -> Result<Option<ReviewRecord>, AdminError> {
@@ -145,29 +138,35 @@ pub(crate) async fn show(
     let Some(review) = waiting(&state, &id).await? else {
         return Ok(Redirect::to("/admin/review?done=gone").into_response());
     };
-    let body = format!(
-        r#"<h1>Review: {name}</h1>
-<p>Held {held} because of: {types}.</p>
-<h2>Findings</h2>
-{findings}
-<h2>Decision</h2>
-<form method="post" action="/admin/review/{id}" id="decide" class="card">
-{csrf}
-<p>Approve keeps the text as it is; redact replaces the personal data before the document becomes searchable; reject deletes the document and its file.</p>
-<div><input type="checkbox" id="confirm-reject" name="confirm_reject" value="yes"> <label for="confirm-reject">I want to reject and delete this document (needed for Reject)</label></div>
-<button type="submit" name="decision" value="approve">Approve</button>
-<button type="submit" name="decision" value="redact">Redact</button>
-<button type="submit" name="decision" value="reject" class="danger">Reject</button>
-</form>
-<p><a href="/admin/review">Back to the review queue</a></p>"#,
-        name = esc(&review.document.name),
-        held = time(review.held_at),
-        types = esc(&review.pii_types.join(", ")),
-        findings = findings_table(&review),
-        id = review.document.id,
-        csrf = csrf_field(&signed.csrf),
-    );
-    Ok(page(NAV, "Review", &signed.csrf, &body).into_response())
+    let body = html! {
+        h1 { "Review: " (review.document.name) }
+        p { "Held " (time(review.held_at)) " because of: " (review.pii_types.join(", ")) "." }
+        h2 { "Findings" }
+        (findings_table(&review))
+        h2 { "Decision" }
+        form method="post" action={ "/admin/review/" (review.document.id) } id="decide" class="card" {
+            (csrf_field(&signed.csrf))
+            p {
+                "Approve keeps the text as it is; redact replaces the personal data before the \
+                 document becomes searchable; reject deletes the document and its file."
+            }
+            div {
+                input type="checkbox" id="confirm-reject" name="confirm_reject" value="yes";
+                " "
+                label for="confirm-reject" {
+                    "I want to reject and delete this document (needed for Reject)"
+                }
+            }
+            // The spaces keep the buttons apart: they are inline and have no side margins.
+            button type="submit" name="decision" value="approve" { "Approve" }
+            " "
+            button type="submit" name="decision" value="redact" { "Redact" }
+            " "
+            button type="submit" name="decision" value="reject" class="danger" { "Reject" }
+        }
+        (back("/admin/review", "Back to the review queue"))
+    };
+    Ok(page(NAV, "Review", &signed.csrf, body).into_response())
 }
 
 /// POST /admin/review/{docId}: applies the decision.
@@ -213,10 +212,11 @@ pub(crate) async fn decide(
                     NAV,
                     "Not decided",
                     &signed.csrf,
-                    &format!(
-                        r#"<h1>Not decided</h1><p class="error" role="alert">{message}</p><p><a href="/admin/review/{}">Back to the document</a></p>"#,
-                        doc.id
-                    ),
+                    html! {
+                        h1 { "Not decided" }
+                        (alert(message))
+                        p { a href={ "/admin/review/" (doc.id) } { "Back to the document" } }
+                    },
                 ),
             )
                 .into_response());
@@ -244,9 +244,9 @@ mod tests {
     #[test]
     fn marks_every_occurrence_and_escapes_the_rest() {
         assert_eq!(
-            marked("<b>a@x.org</b> or a@x.org", "a@x.org"),
+            marked("<b>a@x.org</b> or a@x.org", "a@x.org").into_string(),
             "&lt;b&gt;<mark>a@x.org</mark>&lt;/b&gt; or <mark>a@x.org</mark>"
         );
-        assert_eq!(marked("plain", ""), "plain");
+        assert_eq!(marked("plain", "").into_string(), "plain");
     }
 }

@@ -2,13 +2,13 @@
 //! multi-file upload form and live statuses, a document's extracted text, and deletion.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Multipart, Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
+use maud::{Markup, html};
 use quire_app::uploads::{self, PartError};
 use quire_core::{
     DocumentId, DocumentRecord, DocumentStatus, NewSource, SourceDescription, SourceId, SourceName,
@@ -19,76 +19,80 @@ use quire_store::{Created, DocumentProgress, ProcessingStage};
 use serde_json::{Value, json};
 
 use super::audit;
-use crate::html::{csrf_field, esc, page, time};
+use crate::html::{alert, back, bare_page, csrf_field, headings_row, page, table, time};
 use crate::session::{Form, Signed, csrf_refused};
 use crate::{AdminError, AdminState};
 
 const NAV: &str = "/admin/sources";
 fn not_found(signed: &Signed, what: &str) -> Response {
+    let body = html! {
+        h1 { "No such " (what) }
+        (back("/admin/sources", "Back to the sources"))
+    };
     (
         StatusCode::NOT_FOUND,
-        page(
-            NAV,
-            "Not found",
-            &signed.csrf,
-            &format!(
-                r#"<h1>No such {what}</h1><p><a href="/admin/sources">Back to the sources</a></p>"#
-            ),
-        ),
+        page(NAV, "Not found", &signed.csrf, body),
     )
         .into_response()
 }
 
-fn source_form(csrf: &str, error: Option<&str>, name: &str, description: &str) -> String {
-    let error = error
-        .map(|e| format!(r#"<p class="error" role="alert">{}</p>"#, esc(e)))
-        .unwrap_or_default();
-    format!(
-        r#"<h2 id="create">Create a source</h2>
-{error}
-<form method="post" action="/admin/sources" id="new-source" class="card">
-{csrf}
-<label for="source-name">Name</label>
-<input type="text" id="source-name" name="name" required value="{name}">
-<label for="source-description">Description (optional)</label>
-<input type="text" id="source-description" name="description" value="{description}">
-<button type="submit" id="create-source">Create source</button>
-</form>"#,
-        csrf = csrf_field(csrf),
-        name = esc(name),
-        description = esc(description),
-    )
+/// The create form, filled in again with what was wrong when `error` is given.
+fn source_form(csrf: &str, error: Option<&str>, name: &str, description: &str) -> Markup {
+    html! {
+        h2 id="create" { "Create a source" }
+        @if let Some(error) = error {
+            (alert(error))
+        }
+        form method="post" action="/admin/sources" id="new-source" class="card" {
+            (csrf_field(csrf))
+            label for="source-name" { "Name" }
+            input type="text" id="source-name" name="name" required value=(name);
+            label for="source-description" { "Description (optional)" }
+            input type="text" id="source-description" name="description" value=(description);
+            // The field and the button are inline: a space keeps them apart.
+            " "
+            button type="submit" id="create-source" { "Create source" }
+        }
+    }
+}
+
+/// The sources and the create form.
+fn list_body(sources: &[SourceRecord], form: Markup) -> Markup {
+    let rows = html! {
+        @for source in sources {
+            tr {
+                td {
+                    a class="source-link" href={ "/admin/sources/" (source.id) } { (source.name) }
+                }
+                td { (source.description) }
+                td { (source.document_count) }
+                td { (time(source.created_at)) }
+            }
+        }
+    };
+    html! {
+        h1 { "Sources" }
+        @if sources.is_empty() {
+            p class="muted" { "No source exists yet." }
+        } @else {
+            (table(None, None, &["Name", "Description", "Documents", "Created"], rows))
+        }
+        (form)
+    }
 }
 
 async fn list_page(
     state: &AdminState,
     signed: &Signed,
-    form: String,
+    form: Markup,
 ) -> Result<Html<String>, AdminError> {
     let sources = state.app.store.list_sources(&SourceScope::All).await?;
-    let table = if sources.is_empty() {
-        r#"<p class="muted">No source exists yet.</p>"#.to_owned()
-    } else {
-        let mut rows = String::new();
-        for source in &sources {
-            let _ = write!(
-                rows,
-                r#"<tr><td><a class="source-link" href="/admin/sources/{id}">{name}</a></td><td>{description}</td><td>{count}</td><td>{created}</td></tr>"#,
-                id = source.id,
-                name = esc(&source.name),
-                description = esc(&source.description),
-                count = source.document_count,
-                created = time(source.created_at),
-            );
-        }
-        format!(
-            r#"<div class="table"><table>
-<thead><tr><th scope="col">Name</th><th scope="col">Description</th><th scope="col">Documents</th><th scope="col">Created</th></tr></thead>
-<tbody>{rows}</tbody></table></div>"#
-        )
-    };
-    let body = format!("<h1>Sources</h1>\n{table}\n{form}");
-    Ok(page(NAV, "Sources", &signed.csrf, &body))
+    Ok(page(
+        NAV,
+        "Sources",
+        &signed.csrf,
+        list_body(&sources, form),
+    ))
 }
 
 /// GET /admin/sources.
@@ -143,19 +147,17 @@ pub(crate) async fn create(
     Ok(Redirect::to(&format!("/admin/sources/{}", source.id)).into_response())
 }
 
-fn status_cell(doc: &DocumentRecord, progress: Option<&DocumentProgress>) -> String {
-    match (&doc.status, &doc.error, progress) {
-        (DocumentStatus::Failed, Some(error), _) => format!(
-            r#"<td class="status status-failed">{}: {}</td>"#,
-            doc.status.as_str(),
-            esc(error)
-        ),
-        (_, _, Some(progress)) => format!(
-            r#"<td class="status">{} ({})</td>"#,
-            doc.status.as_str(),
-            progress_text(progress)
-        ),
-        _ => format!(r#"<td class="status">{}</td>"#, doc.status.as_str()),
+fn status_cell(doc: &DocumentRecord, progress: Option<&DocumentProgress>) -> Markup {
+    html! {
+        @match (&doc.status, &doc.error, progress) {
+            (DocumentStatus::Failed, Some(error), _) => {
+                td class="status status-failed" { (doc.status.as_str()) ": " (error) }
+            },
+            (_, _, Some(progress)) => {
+                td class="status" { (doc.status.as_str()) " (" (progress_text(progress)) ")" }
+            },
+            _ => { td class="status" { (doc.status.as_str()) } },
+        }
     }
 }
 
@@ -201,6 +203,38 @@ async fn source_of(state: &AdminState, id: &str) -> Result<Option<SourceRecord>,
     Ok(state.app.store.get_source(&SourceScope::All, id).await?)
 }
 
+/// A source's documents, marked for admin.js to poll their statuses while any is pending.
+fn documents_table(
+    source: &SourceRecord,
+    docs: &[DocumentRecord],
+    progress: &BTreeMap<DocumentId, DocumentProgress>,
+) -> Markup {
+    html! {
+        div class="table" {
+            // admin.js polls the statuses of a table (or a document) marked `data-poll`.
+            table id="documents" data-statuses={ "/admin/sources/" (source.id) "/statuses" } data-poll[docs.iter().any(|d| is_pending(d.status))] {
+                (headings_row(&["Document", "Status", "Chunks", "Bytes", "Uploaded"]))
+                tbody {
+                    @for doc in docs {
+                        tr data-document-id=(doc.id) {
+                            td {
+                                a class="document-link" href={ "/admin/documents/" (doc.id) } { (doc.name) }
+                            }
+                            (status_cell(doc, progress.get(&doc.id)))
+                            td class="chunks" { (doc.chunk_count) }
+                            td { (doc.size) }
+                            td { (time(doc.created_at)) }
+                        }
+                    }
+                }
+            }
+        }
+        @if docs.is_empty() {
+            p class="muted" { "No document yet." }
+        }
+    }
+}
+
 /// GET /admin/sources/{id}: the documents and the upload form.
 pub(crate) async fn show(
     State(state): State<AdminState>,
@@ -217,56 +251,24 @@ pub(crate) async fn show(
         .await?
         .unwrap_or_default();
     let progress = progress_of(&state, &docs).await?;
-    let mut rows = String::new();
-    for doc in &docs {
-        let _ = write!(
-            rows,
-            r#"<tr data-document-id="{id}"><td><a class="document-link" href="/admin/documents/{id}">{name}</a></td>{status}<td class="chunks">{chunks}</td><td>{size}</td><td>{created}</td></tr>"#,
-            id = doc.id,
-            name = esc(&doc.name),
-            status = status_cell(doc, progress.get(&doc.id)),
-            chunks = doc.chunk_count,
-            size = doc.size,
-            created = time(doc.created_at),
-        );
-    }
-    let table = format!(
-        r#"<div class="table"><table id="documents" data-statuses="/admin/sources/{id}/statuses"{poll}>
-<thead><tr><th scope="col">Document</th><th scope="col">Status</th><th scope="col">Chunks</th><th scope="col">Bytes</th><th scope="col">Uploaded</th></tr></thead>
-<tbody>{rows}</tbody></table></div>{empty}"#,
-        id = source.id,
-        // admin.js polls the statuses of a table (or a document) marked `data-poll`.
-        poll = if docs.iter().any(|d| is_pending(d.status)) {
-            " data-poll"
-        } else {
-            ""
-        },
-        empty = if docs.is_empty() {
-            r#"<p class="muted">No document yet.</p>"#
-        } else {
-            ""
-        },
-    );
-    let body = format!(
-        r#"<h1>{name}</h1>
-<p class="muted">{description}</p>
-<h2>Documents</h2>
-{table}
-<h2>Upload</h2>
-<form method="post" action="/admin/sources/{id}/upload" id="upload" enctype="multipart/form-data" class="card">
-{csrf}
-<label for="files">Files (up to {max} each)</label>
-<input type="file" id="files" name="files" multiple required>
-<button type="submit" id="upload-button">Upload</button>
-</form>
-<p><a href="/admin/sources">Back to the sources</a></p>"#,
-        name = esc(&source.name),
-        description = esc(&source.description),
-        id = source.id,
-        csrf = csrf_field(&signed.csrf),
-        max = human_size(state.app.ingest.settings().max_upload_bytes),
-    );
-    Ok(page(NAV, &source.name, &signed.csrf, &body).into_response())
+    let max = human_size(state.app.ingest.settings().max_upload_bytes);
+    let body = html! {
+        h1 { (source.name) }
+        p class="muted" { (source.description) }
+        h2 { "Documents" }
+        (documents_table(&source, &docs, &progress))
+        h2 { "Upload" }
+        form method="post" action={ "/admin/sources/" (source.id) "/upload" } id="upload" enctype="multipart/form-data" class="card" {
+            (csrf_field(&signed.csrf))
+            label for="files" { "Files (up to " (max) " each)" }
+            input type="file" id="files" name="files" multiple required;
+            // The field and the button are inline: a space keeps them apart.
+            " "
+            button type="submit" id="upload-button" { "Upload" }
+        }
+        (back("/admin/sources", "Back to the sources"))
+    };
+    Ok(page(NAV, &source.name, &signed.csrf, body).into_response())
 }
 
 /// GET /admin/sources/{id}/statuses: `{documentId: {status, error, chunkCount, progress}}`
@@ -304,17 +306,14 @@ pub(crate) async fn statuses(
 }
 
 fn bad_upload(signed: &Signed, source: SourceId, message: &str) -> Response {
+    let body = html! {
+        h1 { "Upload failed" }
+        (alert(message))
+        p { a href={ "/admin/sources/" (source) } { "Back to the source" } }
+    };
     (
         StatusCode::BAD_REQUEST,
-        page(
-            NAV,
-            "Upload failed",
-            &signed.csrf,
-            &format!(
-                r#"<h1>Upload failed</h1><p class="error" role="alert">{}</p><p><a href="/admin/sources/{source}">Back to the source</a></p>"#,
-                esc(message)
-            ),
-        ),
+        page(NAV, "Upload failed", &signed.csrf, body),
     )
         .into_response()
 }
@@ -431,10 +430,13 @@ fn declared_length(headers: &HeaderMap) -> Option<u64> {
 }
 
 fn too_large_request() -> Response {
-    crate::html::bare_page(
+    bare_page(
         StatusCode::PAYLOAD_TOO_LARGE,
         "Upload too large",
-        r#"<p>The upload is larger than the server accepts. Send fewer or smaller files.</p><p><a href="/admin/sources">Back to the sources</a></p>"#,
+        html! {
+            p { "The upload is larger than the server accepts. Send fewer or smaller files." }
+            (back("/admin/sources", "Back to the sources"))
+        },
     )
 }
 
@@ -479,52 +481,47 @@ pub(crate) async fn document(
     for chunk in &chunks {
         pages.entry(chunk.page).or_default().push(&chunk.content);
     }
-    let mut text = String::new();
-    for (number, parts) in &pages {
-        let _ = write!(
-            text,
-            r#"<section class="page card" data-page="{number}" aria-labelledby="page-{number}"><h3 id="page-{number}">Page {number}</h3><div class="page-text">{}</div></section>"#,
-            esc(&parts.join("\n\n"))
-        );
-    }
-    if pages.is_empty() {
-        text.push_str(r#"<p class="muted">No text has been extracted.</p>"#);
-    }
-    let body = format!(
-        r#"<h1>{name}</h1>
-<div class="table"><table>
-<tbody>
-<tr><th scope="row">Status</th><td class="status" id="document-status" data-statuses="/admin/sources/{source}/statuses" data-document-id="{id}"{poll}>{status}</td></tr>
-<tr><th scope="row">Chunks</th><td>{chunks}</td></tr>
-<tr><th scope="row">Pages</th><td>{page_count}</td></tr>
-<tr><th scope="row">Error</th><td>{error}</td></tr>
-<tr><th scope="row">Uploaded</th><td>{created}</td></tr>
-</tbody></table></div>
-<h2>Extracted text</h2>
-{text}
-<h2>Delete</h2>
-<form method="post" action="/admin/documents/{id}/delete" id="delete-document" class="card">
-{csrf}
-<div><input type="checkbox" id="confirm-delete" name="confirm" value="yes" required> <label for="confirm-delete">Delete this document, its text and its original file; this cannot be undone</label></div>
-<button type="submit" class="danger" id="delete-button">Delete document</button>
-</form>
-<p><a href="/admin/sources/{source}">Back to the source</a></p>"#,
-        name = esc(&doc.name),
-        status = esc(&status),
-        poll = if is_pending(doc.status) {
-            " data-poll"
-        } else {
-            ""
-        },
-        chunks = doc.chunk_count,
-        page_count = doc.page_count,
-        error = esc(doc.error.as_deref().unwrap_or("—")),
-        created = time(doc.created_at),
-        id = doc.id,
-        source = doc.source_id,
-        csrf = csrf_field(&signed.csrf),
-    );
-    Ok(page(NAV, &doc.name, &signed.csrf, &body).into_response())
+    let body = html! {
+        h1 { (doc.name) }
+        div class="table" {
+            table {
+                tbody {
+                    tr {
+                        th scope="row" { "Status" }
+                        td class="status" id="document-status" data-statuses={ "/admin/sources/" (doc.source_id) "/statuses" } data-document-id=(doc.id) data-poll[is_pending(doc.status)] { (status) }
+                    }
+                    tr { th scope="row" { "Chunks" } td { (doc.chunk_count) } }
+                    tr { th scope="row" { "Pages" } td { (doc.page_count) } }
+                    tr { th scope="row" { "Error" } td { (doc.error.as_deref().unwrap_or("—")) } }
+                    tr { th scope="row" { "Uploaded" } td { (time(doc.created_at)) } }
+                }
+            }
+        }
+        h2 { "Extracted text" }
+        @for (number, parts) in &pages {
+            section class="page card" data-page=(number) aria-labelledby={ "page-" (number) } {
+                h3 id={ "page-" (number) } { "Page " (number) }
+                div class="page-text" { (parts.join("\n\n")) }
+            }
+        }
+        @if pages.is_empty() {
+            p class="muted" { "No text has been extracted." }
+        }
+        h2 { "Delete" }
+        form method="post" action={ "/admin/documents/" (doc.id) "/delete" } id="delete-document" class="card" {
+            (csrf_field(&signed.csrf))
+            div {
+                input type="checkbox" id="confirm-delete" name="confirm" value="yes" required;
+                " "
+                label for="confirm-delete" {
+                    "Delete this document, its text and its original file; this cannot be undone"
+                }
+            }
+            button type="submit" class="danger" id="delete-button" { "Delete document" }
+        }
+        p { a href={ "/admin/sources/" (doc.source_id) } { "Back to the source" } }
+    };
+    Ok(page(NAV, &doc.name, &signed.csrf, body).into_response())
 }
 
 /// POST /admin/documents/{id}/delete (the confirmation box must be ticked).
@@ -548,10 +545,11 @@ pub(crate) async fn delete(
                 NAV,
                 "Not deleted",
                 &signed.csrf,
-                &format!(
-                    r#"<h1>Not deleted</h1><p class="error" role="alert">Tick the confirmation box to delete the document.</p><p><a href="/admin/documents/{}">Back to the document</a></p>"#,
-                    doc.id
-                ),
+                html! {
+                    h1 { "Not deleted" }
+                    (alert("Tick the confirmation box to delete the document."))
+                    p { a href={ "/admin/documents/" (doc.id) } { "Back to the document" } }
+                },
             ),
         )
             .into_response());
@@ -585,8 +583,46 @@ fn human_size(bytes: u64) -> String {
 }
 
 #[cfg(test)]
-mod size_tests {
-    use super::human_size;
+mod tests {
+    use chrono::Utc;
+
+    use super::*;
+
+    /// A name, a description and a form value that would run script or break out of an
+    /// attribute if they reached the page unescaped.
+    #[test]
+    fn hostile_values_are_escaped_in_the_rendered_page() {
+        let script = "<script>alert(1)</script>";
+        let escaped = "&lt;script&gt;alert(1)&lt;/script&gt;";
+        let source = SourceRecord {
+            id: SourceId::new(),
+            name: script.into(),
+            description: r#"" onmouseover="alert(2)"#.into(),
+            source_type: "network".into(),
+            document_count: 0,
+            created_at: Utc::now(),
+        };
+        let form = source_form("token", Some(script), r#""><script>alert(3)</script>"#, "");
+        let Html(html) = page(
+            NAV,
+            &source.name,
+            "token",
+            list_body(std::slice::from_ref(&source), form),
+        );
+        // Only the admin's own script file is loaded; no value became an element.
+        assert_eq!(html.matches("<script").count(), 1, "{html}");
+        assert!(!html.contains("<script>alert"), "{html}");
+        // The title, the source's link and the form's error message.
+        assert_eq!(html.matches(escaped).count(), 3, "{html}");
+        assert!(
+            html.contains("<td>&quot; onmouseover=&quot;alert(2)</td>"),
+            "{html}"
+        );
+        assert!(
+            html.contains(r#"value="&quot;&gt;&lt;script&gt;alert(3)&lt;/script&gt;""#),
+            "{html}"
+        );
+    }
 
     #[test]
     fn sizes_read_naturally() {

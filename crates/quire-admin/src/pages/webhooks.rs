@@ -1,12 +1,11 @@
 //! Webhooks: the list and create form (the signing secret shown once), a webhook's delivery
 //! log, and deletion with a confirmation step.
 
-use std::fmt::Write as _;
-
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
+use maud::{Markup, html};
 use quire_app::AppError;
 use quire_core::{SourceScope, WebhookEvent, WebhookId};
 use quire_store::WebhookRecord;
@@ -14,7 +13,7 @@ use quire_store::WebhookRecord;
 use super::audit;
 use crate::AdminState;
 use crate::error::AdminError;
-use crate::html::{csrf_field, esc, page, time};
+use crate::html::{alert, back, csrf_field, page, table, time};
 use crate::session::{Form, Signed, csrf_refused};
 
 const NAV: &str = "/admin/webhooks";
@@ -23,69 +22,60 @@ const DELIVERIES_SHOWN: u32 = 100;
 
 fn events_text(hook: &WebhookRecord) -> String {
     let events: Vec<&str> = hook.events.iter().map(|e| e.as_str()).collect();
-    esc(&events.join(", "))
+    events.join(", ")
 }
 
-fn create_form(csrf: &str, error: Option<&str>, url: &str, chosen: &[WebhookEvent]) -> String {
-    let error = error
-        .map(|e| format!(r#"<p class="error" role="alert">{}</p>"#, esc(e)))
-        .unwrap_or_default();
-    let mut boxes = String::new();
-    for (i, event) in WebhookEvent::ALL.iter().enumerate() {
-        let checked = if chosen.contains(event) {
-            " checked"
-        } else {
-            ""
-        };
-        let _ = write!(
-            boxes,
-            r#"<div><input type="checkbox" id="event-{i}" name="events" value="{e}"{checked}> <label for="event-{i}">{e}</label></div>"#,
-            e = event.as_str()
-        );
+/// The register form, filled in again with what was wrong when `error` is given.
+fn create_form(csrf: &str, error: Option<&str>, url: &str, chosen: &[WebhookEvent]) -> Markup {
+    html! {
+        h2 id="create" { "Register a webhook" }
+        @if let Some(error) = error {
+            (alert(error))
+        }
+        form method="post" action="/admin/webhooks" id="new-webhook" class="card" {
+            (csrf_field(csrf))
+            label for="webhook-url" { "URL" }
+            input type="text" id="webhook-url" name="url" required inputmode="url" value=(url);
+            fieldset {
+                legend { "Events" }
+                @for (i, event) in WebhookEvent::ALL.iter().enumerate() {
+                    div {
+                        input type="checkbox" id={ "event-" (i) } name="events" value=(event.as_str()) checked[chosen.contains(event)];
+                        " "
+                        label for={ "event-" (i) } { (event.as_str()) }
+                    }
+                }
+            }
+            button type="submit" id="create-webhook" { "Register webhook" }
+        }
     }
-    format!(
-        r#"<h2 id="create">Register a webhook</h2>
-{error}
-<form method="post" action="/admin/webhooks" id="new-webhook" class="card">
-{csrf}
-<label for="webhook-url">URL</label>
-<input type="text" id="webhook-url" name="url" required inputmode="url" value="{url}">
-<fieldset><legend>Events</legend>{boxes}</fieldset>
-<button type="submit" id="create-webhook">Register webhook</button>
-</form>"#,
-        csrf = csrf_field(csrf),
-        url = esc(url),
-    )
 }
 
 async fn list_page(
     state: &AdminState,
     signed: &Signed,
-    form: String,
+    form: Markup,
 ) -> Result<Html<String>, AdminError> {
     let hooks = state.app.store.list_webhooks().await?;
-    let list = if hooks.is_empty() {
-        r#"<p class="muted">No webhook is registered.</p>"#.to_owned()
-    } else {
-        let mut rows = String::new();
-        for hook in &hooks {
-            let _ = write!(
-                rows,
-                r#"<tr data-webhook-id="{id}"><td><a class="webhook-link" href="/admin/webhooks/{id}">{url}</a></td><td>{events}</td><td>{created}</td></tr>"#,
-                id = hook.id,
-                url = esc(&hook.url),
-                events = events_text(hook),
-                created = time(hook.created_at)
-            );
+    let rows = html! {
+        @for hook in &hooks {
+            tr data-webhook-id=(hook.id) {
+                td { a class="webhook-link" href={ "/admin/webhooks/" (hook.id) } { (hook.url) } }
+                td { (events_text(hook)) }
+                td { (time(hook.created_at)) }
+            }
         }
-        format!(
-            r#"<div class="table"><table id="webhooks">
-<thead><tr><th scope="col">URL</th><th scope="col">Events</th><th scope="col">Registered</th></tr></thead>
-<tbody>{rows}</tbody></table></div>"#
-        )
     };
-    let body = format!("<h1>Webhooks</h1>\n{list}\n{form}");
-    Ok(page(NAV, "Webhooks", &signed.csrf, &body))
+    let body = html! {
+        h1 { "Webhooks" }
+        @if hooks.is_empty() {
+            p class="muted" { "No webhook is registered." }
+        } @else {
+            (table(Some("webhooks"), None, &["URL", "Events", "Registered"], rows))
+        }
+        (form)
+    };
+    Ok(page(NAV, "Webhooks", &signed.csrf, body))
 }
 
 /// GET /admin/webhooks.
@@ -143,23 +133,23 @@ pub(crate) async fn create(
         format!("{} ({})", hook.url, hook.id),
     )
     .await?;
-    let body = format!(
-        r#"<h1>Webhook registered</h1>
-<p class="ok" role="status">The webhook for <strong>{url}</strong> ({events}) was registered. Copy its signing secret now: it is shown only this once.</p>
-<div class="card">
-<label for="secret">Signing secret</label>
-<input type="text" id="secret" class="secret" readonly value="{secret}">
-<button type="button" id="copy" hidden>Copy to clipboard</button>
-<p id="copied" class="muted" role="status" aria-live="polite"></p>
-</div>
-<p><a href="/admin/webhooks">Back to the webhooks</a></p>"#,
-        url = esc(&hook.url),
-        events = events_text(&hook),
-        secret = esc(&secret),
-    );
+    let body = html! {
+        h1 { "Webhook registered" }
+        p class="ok" role="status" {
+            "The webhook for " strong { (hook.url) } " (" (events_text(&hook)) ") was registered. \
+             Copy its signing secret now: it is shown only this once."
+        }
+        div class="card" {
+            label for="secret" { "Signing secret" }
+            input type="text" id="secret" class="secret" readonly value=(secret);
+            button type="button" id="copy" hidden { "Copy to clipboard" }
+            p id="copied" class="muted" role="status" aria-live="polite" {}
+        }
+        (back("/admin/webhooks", "Back to the webhooks"))
+    };
     Ok((
         StatusCode::CREATED,
-        page(NAV, "Webhook registered", &signed.csrf, &body),
+        page(NAV, "Webhook registered", &signed.csrf, body),
     )
         .into_response())
 }
@@ -171,7 +161,10 @@ fn not_found(signed: &Signed) -> Response {
             NAV,
             "No such webhook",
             &signed.csrf,
-            r#"<h1>No such webhook</h1><p><a href="/admin/webhooks">Back to the webhooks</a></p>"#,
+            html! {
+                h1 { "No such webhook" }
+                (back("/admin/webhooks", "Back to the webhooks"))
+            },
         ),
     )
         .into_response()
@@ -198,50 +191,48 @@ pub(crate) async fn show(
         .store
         .deliveries(hook.id, DELIVERIES_SHOWN)
         .await?;
-    let log = if attempts.is_empty() {
-        r#"<p class="muted">Nothing has been delivered yet.</p>"#.to_owned()
-    } else {
-        let mut rows = String::new();
-        for attempt in &attempts {
-            let outcome = match (attempt.status_code, &attempt.error) {
-                (_, Some(error)) => esc(error),
-                (Some(code), None) => code.to_string(),
-                (None, None) => "—".to_owned(),
-            };
-            let _ = write!(
-                rows,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{} ms</td></tr>",
-                time(attempt.attempted_at),
-                attempt.event.as_str(),
-                outcome,
-                attempt.latency_ms
-            );
+    let caption = format!("The {DELIVERIES_SHOWN} most recent attempts");
+    let rows = html! {
+        @for attempt in &attempts {
+            tr {
+                td { (time(attempt.attempted_at)) }
+                td { (attempt.event.as_str()) }
+                td {
+                    @match (attempt.status_code, &attempt.error) {
+                        (_, Some(error)) => { (error) },
+                        (Some(code), None) => { (code) },
+                        (None, None) => "—",
+                    }
+                }
+                td { (attempt.latency_ms) " ms" }
+            }
         }
-        format!(
-            r#"<div class="table"><table id="deliveries"><caption class="muted">The {DELIVERIES_SHOWN} most recent attempts</caption>
-<thead><tr><th scope="col">Time</th><th scope="col">Event</th><th scope="col">Status or error</th><th scope="col">Latency</th></tr></thead>
-<tbody>{rows}</tbody></table></div>"#
-        )
     };
-    let body = format!(
-        r#"<h1>Webhook</h1>
-<p><strong>{url}</strong> · {events} · registered {created}</p>
-<h2>Deliveries</h2>
-{log}
-<h2>Delete</h2>
-<form method="post" action="/admin/webhooks/{id}/delete" id="delete-webhook" class="card">
-{csrf}
-<div><input type="checkbox" id="confirm-delete" name="confirm" value="yes" required> <label for="confirm-delete">Delete this webhook; nothing more is sent to it</label></div>
-<button type="submit" class="danger" id="delete-button">Delete webhook</button>
-</form>
-<p><a href="/admin/webhooks">Back to the webhooks</a></p>"#,
-        url = esc(&hook.url),
-        events = events_text(&hook),
-        created = time(hook.created_at),
-        id = hook.id,
-        csrf = csrf_field(&signed.csrf),
-    );
-    Ok(page(NAV, "Webhook", &signed.csrf, &body).into_response())
+    let headings = ["Time", "Event", "Status or error", "Latency"];
+    let body = html! {
+        h1 { "Webhook" }
+        p {
+            strong { (hook.url) } " · " (events_text(&hook)) " · registered " (time(hook.created_at))
+        }
+        h2 { "Deliveries" }
+        @if attempts.is_empty() {
+            p class="muted" { "Nothing has been delivered yet." }
+        } @else {
+            (table(Some("deliveries"), Some(&caption), &headings, rows))
+        }
+        h2 { "Delete" }
+        form method="post" action={ "/admin/webhooks/" (hook.id) "/delete" } id="delete-webhook" class="card" {
+            (csrf_field(&signed.csrf))
+            div {
+                input type="checkbox" id="confirm-delete" name="confirm" value="yes" required;
+                " "
+                label for="confirm-delete" { "Delete this webhook; nothing more is sent to it" }
+            }
+            button type="submit" class="danger" id="delete-button" { "Delete webhook" }
+        }
+        (back("/admin/webhooks", "Back to the webhooks"))
+    };
+    Ok(page(NAV, "Webhook", &signed.csrf, body).into_response())
 }
 
 /// POST /admin/webhooks/{id}/delete (the confirmation box must be ticked).
