@@ -11,30 +11,20 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{Context, bail};
 use clap::Args;
 use quire_app::Services;
-use quire_app::keys::{KeySpec, issue_key};
+use quire_core::DocumentId;
 use quire_core::embed::Purpose;
-use quire_core::{DocumentId, DocumentStatus, Permission, SourceScope, SystemClock};
 use quire_ingest::{STAGE_SECONDS, document_title, embedding_text};
 use quire_server::Config;
-use serde_json::{Value, json};
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
 
 use crate::bench::read_jsonl;
+use crate::bench_server::BenchServer;
 use crate::eval_retrieval::corpus_documents;
 use crate::progress::Progress;
-
-/// Requests per minute of the bench's key: the bench measures ingestion, not the rate limit.
-const UNLIMITED: u32 = 1_000_000;
-
-/// How often the bench asks the store how many documents are finished.
-const POLL_EVERY: Duration = Duration::from_millis(100);
 
 /// The stages in pipeline order, as the stage histogram labels them.
 const STAGES: [&str; 5] = ["parse", "screen", "embed", "index", "store"];
@@ -73,8 +63,10 @@ pub struct IngestBenchArgs {
 /// One file to upload: its name and its bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct InputFile {
-    name: String,
-    bytes: Vec<u8>,
+    /// The file name it is uploaded under.
+    pub(crate) name: String,
+    /// Its content.
+    pub(crate) bytes: Vec<u8>,
 }
 
 /// Total seconds and count of one stage's histogram.
@@ -213,8 +205,8 @@ pub async fn ingest(base: &Config, args: IngestBenchArgs) -> anyhow::Result<()> 
     // The stage histogram is recorded through the `metrics` facade, a no-op until a recorder
     // is installed; the bench reads it from the recorder, as a scrape of `/metrics` would.
     let metrics = quire_server::metrics::recorder()?;
-    let app = quire_server::build(&config, Arc::new(SystemClock)).await?;
-    let state = app.services().clone();
+    let server = BenchServer::start(&config, "quire bench ingest").await?;
+    let state = server.state.clone();
     if !args.keyword_only && state.ingest.semantic().is_none() {
         bail!(
             "no embedding model ({}): pass --model-dir DIR, set QUIRE_EMBEDDING_MODEL_DIR, or \
@@ -222,30 +214,7 @@ pub async fn ingest(base: &Config, args: IngestBenchArgs) -> anyhow::Result<()> 
             state.semantic_note
         );
     }
-    let (_, secret) = issue_key(
-        &*state.store,
-        &*state.clock,
-        KeySpec {
-            name: "quire bench ingest".to_owned(),
-            permission: Permission::ReadWrite,
-            scope: SourceScope::All,
-            rate_limit: Some(UNLIMITED),
-        },
-    )
-    .await?;
-    let listener = TcpListener::bind("127.0.0.1:0")
-        .await
-        .context("could not listen on 127.0.0.1")?;
-    let base_url = format!("http://{}/api/v1", listener.local_addr()?);
-    let (shutdown, stopped) = oneshot::channel::<()>();
-    let server = tokio::spawn(app.serve(listener, async {
-        let _ = stopped.await;
-    }));
-    let client = Client {
-        http: reqwest::Client::builder().no_proxy().build()?,
-        base: base_url,
-        secret: secret.expose().clone(),
-    };
+    let client = &server.client;
 
     let source = client.create_source("bench").await?;
     let batch = args.batch.clamp(1, config.limits.max_bulk_files.max(1));
@@ -258,7 +227,7 @@ pub async fn ingest(base: &Config, args: IngestBenchArgs) -> anyhow::Result<()> 
     }
     uploaded.finish();
     let upload_seconds = started.elapsed().as_secs_f64();
-    let (ready, failed, held) = wait_until_finished(&state, files.len()).await?;
+    let (ready, failed, held) = server.wait_until_finished(files.len()).await?;
     let seconds = started.elapsed().as_secs_f64();
     let peak_rss_kib = peak_rss_kib();
 
@@ -299,110 +268,7 @@ pub async fn ingest(base: &Config, args: IngestBenchArgs) -> anyhow::Result<()> 
         println!("{line}");
     }
     drop(state);
-    let _ = shutdown.send(());
-    tokio::time::timeout(Duration::from_secs(60), server)
-        .await
-        .context("the server did not stop within 60 s")???;
-    Ok(())
-}
-
-/// The bench's HTTP client of the server.
-struct Client {
-    http: reqwest::Client,
-    base: String,
-    secret: String,
-}
-
-impl Client {
-    /// Creates a source and returns its id.
-    async fn create_source(&self, name: &str) -> anyhow::Result<String> {
-        let response = self
-            .http
-            .post(format!("{}/sources", self.base))
-            .bearer_auth(&self.secret)
-            .json(&json!({ "name": name, "description": "quire bench ingest" }))
-            .send()
-            .await?;
-        let body = answer(response).await?;
-        body["id"]
-            .as_str()
-            .map(str::to_owned)
-            .context("the created source has no id")
-    }
-
-    /// Uploads `files` in one bulk request and returns the accepted documents' ids.
-    async fn upload(&self, source: &str, files: &[InputFile]) -> anyhow::Result<Vec<DocumentId>> {
-        let mut form = reqwest::multipart::Form::new();
-        for file in files {
-            form = form.part(
-                "file",
-                reqwest::multipart::Part::bytes(file.bytes.clone()).file_name(file.name.clone()),
-            );
-        }
-        let response = self
-            .http
-            .post(format!(
-                "{}/sources/{source}/documents/upload-bulk",
-                self.base
-            ))
-            .bearer_auth(&self.secret)
-            .multipart(form)
-            .send()
-            .await?;
-        let body = answer(response).await?;
-        let mut ids = Vec::new();
-        for entry in body["results"].as_array().into_iter().flatten() {
-            match entry["document"]["id"].as_str() {
-                Some(id) => ids.push(id.parse().context("a document id that is not a UUID")?),
-                None => bail!(
-                    "{} was {}: {}",
-                    entry["name"],
-                    entry["status"],
-                    entry["error"]
-                ),
-            }
-        }
-        Ok(ids)
-    }
-}
-
-/// The JSON body of a successful answer; an error with the body otherwise.
-async fn answer(response: reqwest::Response) -> anyhow::Result<Value> {
-    let status = response.status();
-    let text = response.text().await?;
-    if !status.is_success() {
-        bail!("the server answered {status}: {text}");
-    }
-    serde_json::from_str(&text).with_context(|| format!("not JSON: {text}"))
-}
-
-/// Waits until `total` documents are ready, failed or held for review (the statuses no worker
-/// changes again); returns those three counts.
-async fn wait_until_finished(state: &Services, total: usize) -> anyhow::Result<(u64, u64, u64)> {
-    let mut progress = Progress::new("processing", count(total));
-    let mut shown = 0;
-    loop {
-        let counts = state.store.document_status_counts().await?;
-        let of = |status| {
-            counts
-                .iter()
-                .find(|(s, _)| *s == status)
-                .map_or(0, |(_, n)| *n)
-        };
-        let (ready, failed, held) = (
-            of(DocumentStatus::Ready),
-            of(DocumentStatus::Failed),
-            of(DocumentStatus::PendingReview),
-        );
-        let finished = ready + failed + held;
-        progress.inc(finished.saturating_sub(shown));
-        shown = shown.max(finished);
-        if finished >= count(total) {
-            progress.finish();
-            return Ok((ready, failed, held));
-        }
-        tokio::time::sleep(POLL_EVERY).await;
-    }
+    server.stop().await
 }
 
 /// Embeds the chunks of the first documents again, one document per call as the workers do,

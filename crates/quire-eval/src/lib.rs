@@ -8,6 +8,8 @@ pub mod bench_embed;
 pub mod bench_fuzz;
 pub mod bench_generate;
 pub mod bench_ingest;
+pub mod bench_queries;
+mod bench_server;
 pub mod bench_vectors;
 pub mod eval;
 pub mod eval_ocr;

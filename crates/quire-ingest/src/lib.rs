@@ -9,6 +9,7 @@ mod originals;
 pub mod pii;
 mod pipeline;
 mod progress;
+mod query_batch;
 mod review;
 mod semantic;
 mod service;

@@ -18,6 +18,7 @@ use quire_search::{VectorError, VectorIndex};
 use quire_store::Store;
 
 use crate::IngestError;
+use crate::query_batch::QueryBatcher;
 
 /// Documents read from the store per step of the walk over ready documents.
 const WALK_PAGE: usize = 256;
@@ -51,6 +52,8 @@ pub struct BackfillReport {
 #[derive(Debug)]
 pub struct Semantic {
     embedder: Arc<dyn Embedder>,
+    /// Search queries, batched across concurrent searches.
+    queries: QueryBatcher,
     vectors: Arc<VectorIndex>,
     backfill_running: AtomicBool,
     backfilled_documents: AtomicU64,
@@ -74,6 +77,7 @@ impl Semantic {
             other => other?,
         };
         Ok(Self {
+            queries: QueryBatcher::new(Arc::clone(&embedder)),
             embedder,
             vectors: Arc::new(vectors),
             backfill_running: AtomicBool::new(false),
@@ -115,15 +119,10 @@ impl Semantic {
         Ok(chunks.iter().map(|c| c.ordinal).zip(vectors).collect())
     }
 
-    /// The vector of a search query.
+    /// The vector of a search query, embedded together with the queries of concurrent
+    /// searches (see [`crate::query_batch`]).
     pub async fn embed_query(&self, query: &str) -> Result<Vec<f32>, ModelError> {
-        let mut vectors = self
-            .embedder
-            .embed(&[query.to_owned()], Purpose::Query)
-            .await?;
-        vectors
-            .pop()
-            .ok_or_else(|| ModelError::Inference("the embedder returned no vector".into()))
+        self.queries.embed(query).await
     }
 
     /// Removes the vectors of documents that are no longer ready (deleted while the service

@@ -12,8 +12,8 @@ use quire_core::{Permission, SystemClock};
 use tracing_subscriber::EnvFilter;
 
 use quire_eval::{
-    bench, bench_embed, bench_fuzz, bench_generate, bench_ingest, bench_vectors, eval, eval_ocr,
-    eval_pages, eval_pii, eval_retrieval,
+    bench, bench_embed, bench_fuzz, bench_generate, bench_ingest, bench_queries, bench_vectors,
+    eval, eval_ocr, eval_pages, eval_pii, eval_retrieval,
 };
 use quire_server::{Config, Overrides, open_store};
 
@@ -223,6 +223,9 @@ enum BenchCommand {
     /// Bulk-upload a BEIR corpus or a directory through the HTTP API into a fresh server and
     /// report documents/s, chunks/s, seconds per stage, peak memory and the embedder's own rate.
     Ingest(bench_ingest::IngestBenchArgs),
+    /// Search throughput and latency over HTTP with 1, 8, 32… concurrent clients, on a BEIR
+    /// corpus ingested into a fresh server with an embedding model.
+    Queries(bench_queries::QueriesBenchArgs),
     /// Feed every parser damaged files for a time budget, each through the parse worker as the
     /// server parses uploads; report per format what parsed, failed, panicked, crashed, timed
     /// out or ran out of memory, and save the findings.
@@ -429,6 +432,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         } => {
             init_logging(&config, "warn");
             bench_ingest::ingest(&config, args).await
+        }
+        Command::Bench {
+            command: BenchCommand::Queries(args),
+        } => {
+            init_logging(&config, "warn");
+            bench_queries::queries(&config, args).await
         }
         Command::Bench {
             command: BenchCommand::Fuzz(args),

@@ -6,6 +6,7 @@ mod auth;
 mod authz;
 mod bench_fuzz;
 mod bench_ingest;
+mod bench_queries;
 mod browser;
 mod cli;
 mod crash;
