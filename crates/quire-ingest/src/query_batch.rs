@@ -115,7 +115,7 @@ async fn make_calls(embedder: Arc<dyn Embedder>, mut queue: mpsc::UnboundedRecei
 }
 
 /// The metric of how many queries each call embedded.
-pub(crate) const QUERIES_PER_CALL: &str = "quire_query_embeddings_per_call";
+pub const QUERIES_PER_CALL: &str = "quire_query_embeddings_per_call";
 
 /// The same error for each query of a failed call ([`ModelError`] holds an `io::Error`, so it
 /// cannot be cloned): the kinds the search path tells apart are kept, the rest carry the text.

@@ -161,6 +161,10 @@ fn describe() {
         quire_ingest::CHUNKS_EMBEDDED,
         "Chunks embedded for semantic search (rate() gives chunks per second)"
     );
+    describe_histogram!(
+        quire_ingest::QUERIES_PER_EMBEDDING_CALL,
+        "Search queries embedded in one call to the embedder (concurrent searches share calls)"
+    );
     describe_counter!(
         "quire_webhook_deliveries_total",
         "Webhook delivery attempts, by outcome (success, rejected, unreachable)"
