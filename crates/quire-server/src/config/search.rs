@@ -18,6 +18,8 @@ pub struct SearchConfig {
     pub vector_weight: f32,
     /// Chunks taken from each ranking before fusion.
     pub candidates: usize,
+    /// Show the best chunk of each page before a second chunk of a page already shown.
+    pub spread_pages: bool,
 }
 
 impl Default for SearchConfig {
@@ -32,6 +34,7 @@ impl Default for SearchConfig {
             keyword_weight: d.fusion.keyword_weight,
             vector_weight: d.fusion.vector_weight,
             candidates: d.candidates,
+            spread_pages: d.spread_pages,
         }
     }
 }
@@ -51,6 +54,7 @@ impl SearchConfig {
                 vector_weight: self.vector_weight,
             },
             candidates: self.candidates,
+            spread_pages: self.spread_pages,
         }
     }
 

@@ -155,3 +155,59 @@ async fn stale_index_entries_do_not_cut_results_short() {
     let expected: Vec<String> = (0..10).rev().map(|i| format!("d{i}.md")).collect();
     assert_eq!(names, expected, "the ten live documents, best first");
 }
+
+/// A page whose text matches in several chunks does not fill the first results: each page's
+/// best chunk comes first, the page's further chunks after the other pages (unless
+/// `search.spread_pages` is off).
+#[tokio::test]
+async fn the_first_results_cover_as_many_pages_as_they_can() {
+    let spread = names_found_for_turbine(true).await;
+    assert!(spread.len() >= 5, "{spread:?}");
+    assert_eq!(spread[0], "long.md", "the best chunk first: {spread:?}");
+    let mut shorts = spread[1..3].to_vec();
+    shorts.sort_unstable();
+    assert_eq!(shorts, ["b.md", "c.md"], "the other pages next: {spread:?}");
+    assert!(spread[3..].iter().all(|n| n == "long.md"), "{spread:?}");
+
+    let ranked_alone = names_found_for_turbine(false).await;
+    assert_eq!(
+        ranked_alone[..3],
+        ["long.md", "long.md", "long.md"],
+        "{ranked_alone:?}"
+    );
+}
+
+/// The document names of a search for "turbine" over one long document (a single page,
+/// three or more chunks mentioning turbines often) and two short ones mentioning them once.
+async fn names_found_for_turbine(spread_pages: bool) -> Vec<String> {
+    let server = TestServer::start_with(|c| c.search.spread_pages = spread_pages).await;
+    let key = server.key(Permission::ReadWrite).await;
+    let source = server.create_source(&key, "A").await;
+    let section = |n: usize| {
+        format!(
+            "## Part {n}\n\n{}{}\n\n",
+            "turbine blade inspection ".repeat(20),
+            "routine maintenance notes for the plant ".repeat(15)
+        )
+    };
+    let long = format!("# Turbines\n\n{}{}{}", section(1), section(2), section(3));
+    let files: [(&str, &[u8]); 3] = [
+        ("long.md", long.as_bytes()),
+        ("b.md", b"# B\n\nOne turbine stands by the river."),
+        ("c.md", b"# C\n\nThe turbine hall is closed today."),
+    ];
+    for (name, bytes) in files {
+        let doc = server.upload_ok(&key, &source, name, bytes).await;
+        let ready = server.wait_for_status(&key, &source, &doc, "ready").await;
+        if name == "long.md" {
+            assert!(ready["chunkCount"].as_u64().unwrap() >= 3, "{ready}");
+        }
+    }
+    let found = body(server.search(&key, json!({"query": "turbine"})).await).await;
+    found["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["document"]["name"].as_str().unwrap().to_owned())
+        .collect()
+}
