@@ -20,6 +20,8 @@ pub struct SearchConfig {
     pub candidates: usize,
     /// Show the best chunk of each page before a second chunk of a page already shown.
     pub spread_pages: bool,
+    /// How much a chunk's rank gains from its document's best chunk (0: none).
+    pub document_weight: f32,
 }
 
 impl Default for SearchConfig {
@@ -35,6 +37,7 @@ impl Default for SearchConfig {
             vector_weight: d.fusion.vector_weight,
             candidates: d.candidates,
             spread_pages: d.spread_pages,
+            document_weight: d.document_weight,
         }
     }
 }
@@ -55,6 +58,7 @@ impl SearchConfig {
             },
             candidates: self.candidates,
             spread_pages: self.spread_pages,
+            document_weight: self.document_weight,
         }
     }
 
@@ -67,6 +71,9 @@ impl SearchConfig {
         }
         if !matches!(self.fusion.as_str(), "rrf" | "convex") {
             bail!("search.fusion must be \"rrf\" or \"convex\"");
+        }
+        if !(0.0..=10.0).contains(&self.document_weight) {
+            bail!("search.document_weight must be between 0 and 10");
         }
         if self.candidates == 0 {
             bail!("search.candidates must be at least 1");
