@@ -67,8 +67,9 @@ pub const BF16_REFUSAL: &str = "embedding.precision = \"bf16\" is not available:
     only; use \"int8\" (fastest on CPUs with VNNI), \"fp32\" or \"auto\"";
 
 /// Whether this CPU has the VNNI int8 dot-product instructions (AVX512-VNNI or AVX-VNNI),
-/// detected at run time. Without them ONNX Runtime's u8×s8 products fall back to
-/// instructions that can saturate, and int8 loses both its speed and some accuracy.
+/// detected at run time. Without them ONNX Runtime computes u8×s8 products with
+/// instructions whose 16-bit intermediate sums can saturate (a caveat its quantisation guide
+/// states), and int8 was neither measured there nor is it chosen by `auto`.
 pub fn cpu_has_vnni() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
