@@ -156,7 +156,26 @@ fn padding_in_a_batch_does_not_change_a_vector() {
     }
 }
 
+/// In int8 the activations' scale is taken per call, over the whole padded batch, so a
+/// text's vector depends on the texts it is embedded with (ingestion embeds chunks four at a
+/// time, a search its query alone): a short text batched with longer ones, whose larger
+/// activations set a coarser scale, moves most (measured 0.972 for "x"; zeroing the padding
+/// before quantising gained only 0.003). The SciFact figures in docs/retrieval.md include
+/// this effect; the bound here keeps it from growing unnoticed.
+#[test]
+fn an_int8_vector_depends_a_little_on_its_batch() {
+    let embedder = load_in(Engine::OnnxRuntime, Precision::Int8);
+    let worst = lowest_cosine_batched_against_alone(&embedder);
+    eprintln!("int8, batched against alone: lowest cosine {worst:.6}");
+    assert!(worst > 0.96, "{worst}");
+}
+
 fn padding_does_not_change_a_vector(embedder: &LocalEmbedder) {
+    let worst = lowest_cosine_batched_against_alone(embedder);
+    assert!(worst > 0.99999, "{}: {worst}", embedder.engine());
+}
+
+fn lowest_cosine_batched_against_alone(embedder: &LocalEmbedder) -> f64 {
     let texts = [
         "short",
         "a somewhat longer sentence about pumps, valves and seals",
@@ -165,12 +184,13 @@ fn padding_does_not_change_a_vector(embedder: &LocalEmbedder) {
         "The pump must be primed before it is started, every single time, without exception.",
     ];
     let together = embedder.embed(&texts).unwrap();
+    let mut worst = f64::MAX;
     for (text, batched) in texts.iter().zip(&together) {
         let alone = embedder.embed(&[text]).unwrap().remove(0);
         let alone: Vec<f64> = alone.iter().map(|x| f64::from(*x)).collect();
-        let similarity = cosine(batched, &alone);
-        assert!(similarity > 0.99999, "{text:?}: {similarity}");
+        worst = worst.min(cosine(batched, &alone));
     }
+    worst
 }
 
 /// int8 vectors are close to the fp32 ones and put the same passage first for each query, so
