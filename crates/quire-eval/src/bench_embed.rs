@@ -2,7 +2,9 @@
 //! from a BEIR corpus cut by the product's own chunker (or from a built-in English text), are
 //! embedded one after another as ingestion does, and the report gives chunks/second, tokens per
 //! chunk, the achieved GFLOP/s and that rate as a fraction of the same tensor library's measured
-//! single-precision matrix-multiply rate on this machine.
+//! single-precision matrix-multiply rate on this machine. With several `--precision`s, each
+//! is loaded and their timed rounds alternate, so a machine that gets busier or quieter during
+//! the run weighs on them alike, and the report gives their ratio.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -39,81 +41,113 @@ pub struct EmbedBenchArgs {
     /// The ONNX Runtime library (default: `ORT_DYLIB_PATH`, then the model cache).
     #[arg(long, value_name = "FILE")]
     onnxruntime_library: Option<PathBuf>,
+    /// Precision of the linear layers, as `embedding.precision`: `auto`, `fp32` or `int8`;
+    /// several (`--precision fp32,int8`) are compared in one run.
+    #[arg(long, value_delimiter = ',', default_value = "auto")]
+    precision: Vec<String>,
 }
 
 /// Runs the benchmark and prints its report.
 pub fn embed(args: EmbedBenchArgs) -> anyhow::Result<()> {
-    let options = quire_server::config::EmbeddingConfig {
-        engine: args.engine.clone(),
-        onnxruntime_library: args.onnxruntime_library.clone(),
-        ..Default::default()
+    let mut embedders = Vec::new();
+    for precision in &args.precision {
+        let options = quire_server::config::EmbeddingConfig {
+            engine: args.engine.clone(),
+            onnxruntime_library: args.onnxruntime_library.clone(),
+            precision: precision.clone(),
+            ..Default::default()
+        }
+        .engine_options()?;
+        let embedder = LocalEmbedder::load_with(&args.model_dir, &options)
+            .with_context(|| format!("could not load the model in {}", args.model_dir.display()))?;
+        if let Some(reason) = embedder.engine_fallback() {
+            eprintln!("ONNX Runtime not used: {reason}");
+        }
+        embedders.push(embedder);
     }
-    .engine_options()?;
-    let embedder = LocalEmbedder::load_with(&args.model_dir, &options)
-        .with_context(|| format!("could not load the model in {}", args.model_dir.display()))?;
-    if let Some(reason) = embedder.engine_fallback() {
-        eprintln!("ONNX Runtime not used: {reason}");
-    }
+    let first = &embedders[0];
     let chunks = match &args.corpus {
         Some(path) => corpus_chunks(path, args.chunks)?,
         None => builtin_chunks(args.chunks),
     };
     anyhow::ensure!(!chunks.is_empty(), "no text to embed");
     let texts: Vec<&str> = chunks.iter().map(String::as_str).collect();
-    let token_counts: Vec<usize> = texts.iter().map(|t| embedder.token_ids(t).len()).collect();
+    let token_counts: Vec<usize> = texts.iter().map(|t| first.token_ids(t).len()).collect();
     let flops: f64 = token_counts
         .iter()
-        .map(|n| forward_flops(embedder.config(), *n))
+        .map(|n| forward_flops(first.config(), *n))
         .sum();
     let mean_tokens = token_counts.iter().sum::<usize>() as f64 / texts.len() as f64;
 
-    embedder.embed(&texts[..texts.len().min(4)])?;
-    let mut seconds: Vec<f64> = (0..args.rounds.max(1))
-        .map(|_| {
+    for embedder in &embedders {
+        embedder.embed(&texts[..texts.len().min(4)])?;
+    }
+    // Round r of every embedder runs before round r + 1 of any.
+    let mut seconds = vec![Vec::new(); embedders.len()];
+    for _ in 0..args.rounds.max(1) {
+        for (embedder, times) in embedders.iter().zip(&mut seconds) {
             let started = Instant::now();
-            embedder
-                .embed(&texts)
-                .map(|_| started.elapsed().as_secs_f64())
+            embedder.embed(&texts)?;
+            times.push(started.elapsed().as_secs_f64());
+        }
+    }
+    let medians: Vec<f64> = seconds
+        .iter_mut()
+        .map(|times| {
+            times.sort_by(f64::total_cmp);
+            times[times.len() / 2]
         })
-        .collect::<Result<_, _>>()?;
-    seconds.sort_by(f64::total_cmp);
-    let median = seconds[seconds.len() / 2];
-    let achieved = flops / median / 1e9;
+        .collect();
 
-    let hidden = embedder.config().hidden_size;
+    let hidden = first.config().hidden_size;
     let typical = mean_tokens.round() as usize;
     let shaped = matmul_gflops(typical.max(1), hidden, hidden * 4, 20, 5);
     let square = matmul_gflops(1024, 1024, 1024, 5, 5);
 
-    println!("model                   {}", embedder.name());
-    println!("engine                  {}", embedder.engine());
+    println!("model                   {}", first.name());
     println!("chunks                  {}", texts.len());
     println!("tokens per chunk        {mean_tokens:.1} (mean, with [CLS] and [SEP])");
     println!(
-        "chunks/second           {:.1} (median of {} rounds)",
-        texts.len() as f64 / median,
-        seconds.len()
-    );
-    println!(
-        "tokens/second           {:.0}",
-        mean_tokens * texts.len() as f64 / median
-    );
-    println!(
-        "achieved                {achieved:.1} GFLOP/s ({:.2} GFLOP per chunk)",
-        flops / texts.len() as f64 / 1e9
-    );
-    println!(
-        "matmul {typical}x{hidden}x{} {shaped:.1} GFLOP/s",
+        "matmul {typical}x{hidden}x{} {shaped:.1} GFLOP/s (fp32)",
         hidden * 4
     );
-    println!("matmul 1024^3           {square:.1} GFLOP/s");
-    println!(
-        "fraction of matmul rate {:.0}% of the model-shaped product, {:.0}% of the square one",
-        100.0 * achieved / shaped,
-        100.0 * achieved / square
-    );
-    if let Some(path) = &args.queries {
-        query_latency(&embedder, path)?;
+    println!("matmul 1024^3           {square:.1} GFLOP/s (fp32)");
+    for (embedder, median) in embedders.iter().zip(&medians) {
+        let achieved = flops / median / 1e9;
+        println!();
+        println!("engine                  {}", embedder.engine());
+        println!(
+            "chunks/second           {:.1} (median of {} rounds)",
+            texts.len() as f64 / median,
+            args.rounds.max(1)
+        );
+        println!(
+            "tokens/second           {:.0}",
+            mean_tokens * texts.len() as f64 / median
+        );
+        println!(
+            "achieved                {achieved:.1} GFLOP/s ({:.2} GFLOP per chunk)",
+            flops / texts.len() as f64 / 1e9
+        );
+        println!(
+            "fraction of matmul rate {:.0}% of the model-shaped product, {:.0}% of the square one",
+            100.0 * achieved / shaped,
+            100.0 * achieved / square
+        );
+        if let Some(path) = &args.queries {
+            query_latency(embedder, path)?;
+        }
+    }
+    if embedders.len() > 1 {
+        println!();
+        for (embedder, median) in embedders.iter().zip(&medians).skip(1) {
+            println!(
+                "{} against {}: {:.2}x the chunks/second",
+                embedder.precision().as_str(),
+                first.precision().as_str(),
+                medians[0] / median
+            );
+        }
     }
     Ok(())
 }

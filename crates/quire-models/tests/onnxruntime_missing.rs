@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use quire_models::{Engine, EngineOptions, LocalEmbedder};
+use quire_models::{Engine, EngineOptions, LocalEmbedder, Precision};
 
 fn model_dir() -> PathBuf {
     std::env::var_os("QUIRE_TEST_MODEL_DIR")
@@ -30,6 +30,7 @@ fn a_required_runtime_that_cannot_load_is_a_clear_error() {
         let options = EngineOptions {
             engine: Engine::OnnxRuntime,
             onnxruntime_library: Some(library.clone()),
+            precision: Precision::Fp32,
         };
         let err = LocalEmbedder::load_with(&model_dir(), &options)
             .unwrap_err()
@@ -44,6 +45,7 @@ fn auto_falls_back_to_candle_and_says_why() {
     let options = EngineOptions {
         engine: Engine::Auto,
         onnxruntime_library: Some(not_a_library()),
+        precision: Precision::Auto,
     };
     let embedder = LocalEmbedder::load_with(&model_dir(), &options).unwrap();
     assert_eq!(embedder.engine(), "candle");
@@ -51,4 +53,43 @@ fn auto_falls_back_to_candle_and_says_why() {
     assert!(reason.contains("could not load ONNX Runtime"), "{reason}");
     let vector = embedder.embed(&["still works"]).unwrap().remove(0);
     assert_eq!(vector.len(), 384);
+}
+
+/// int8 asked for explicitly must not quietly become candle's fp32 when the library is bad.
+#[test]
+fn int8_never_falls_back_to_candle() {
+    let options = EngineOptions {
+        engine: Engine::Auto,
+        onnxruntime_library: Some(not_a_library()),
+        precision: Precision::Int8,
+    };
+    let err = LocalEmbedder::load_with(&model_dir(), &options)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("could not load ONNX Runtime"), "{err}");
+}
+
+#[test]
+fn precisions_no_engine_has_are_refused_before_loading() {
+    for (engine, precision, expected) in [
+        (
+            Engine::Candle,
+            Precision::Int8,
+            "needs the ONNX Runtime engine",
+        ),
+        (Engine::Candle, Precision::Bf16, "bfloat16 MatMul"),
+        (Engine::OnnxRuntime, Precision::Bf16, "bfloat16 MatMul"),
+        (Engine::Auto, Precision::Bf16, "bfloat16 MatMul"),
+    ] {
+        let options = EngineOptions {
+            engine,
+            onnxruntime_library: None,
+            precision,
+        };
+        // Refused even for a directory without a model: the setting is checked first.
+        let err = LocalEmbedder::load_with(&std::env::temp_dir(), &options)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(expected), "{engine:?} {precision:?}: {err}");
+    }
 }

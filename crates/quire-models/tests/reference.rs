@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use quire_models::{Engine, EngineOptions, LocalEmbedder};
+use quire_models::{Engine, EngineOptions, LocalEmbedder, Precision};
 use serde_json::Value;
 
 fn model_dir() -> PathBuf {
@@ -38,9 +38,14 @@ fn onnxruntime_library() -> PathBuf {
 }
 
 fn load(engine: Engine) -> LocalEmbedder {
+    load_in(engine, Precision::Fp32)
+}
+
+fn load_in(engine: Engine, precision: Precision) -> LocalEmbedder {
     let options = EngineOptions {
         engine,
         onnxruntime_library: (engine == Engine::OnnxRuntime).then(onnxruntime_library),
+        precision,
     };
     let embedder = LocalEmbedder::load_with(&model_dir(), &options).unwrap();
     let expected = match engine {
@@ -151,7 +156,26 @@ fn padding_in_a_batch_does_not_change_a_vector() {
     }
 }
 
+/// In int8 the activations' scale is taken per call, over the whole padded batch, so a
+/// text's vector depends on the texts it is embedded with (ingestion embeds chunks four at a
+/// time, a search its query alone): a short text batched with longer ones, whose larger
+/// activations set a coarser scale, moves most (measured 0.972 for "x"; zeroing the padding
+/// before quantising gained only 0.003). The SciFact figures in docs/retrieval.md include
+/// this effect; the bound here keeps it from growing unnoticed.
+#[test]
+fn an_int8_vector_depends_a_little_on_its_batch() {
+    let embedder = load_in(Engine::OnnxRuntime, Precision::Int8);
+    let worst = lowest_cosine_batched_against_alone(&embedder);
+    eprintln!("int8, batched against alone: lowest cosine {worst:.6}");
+    assert!(worst > 0.96, "{worst}");
+}
+
 fn padding_does_not_change_a_vector(embedder: &LocalEmbedder) {
+    let worst = lowest_cosine_batched_against_alone(embedder);
+    assert!(worst > 0.99999, "{}: {worst}", embedder.engine());
+}
+
+fn lowest_cosine_batched_against_alone(embedder: &LocalEmbedder) -> f64 {
     let texts = [
         "short",
         "a somewhat longer sentence about pumps, valves and seals",
@@ -160,10 +184,66 @@ fn padding_does_not_change_a_vector(embedder: &LocalEmbedder) {
         "The pump must be primed before it is started, every single time, without exception.",
     ];
     let together = embedder.embed(&texts).unwrap();
+    let mut worst = f64::MAX;
     for (text, batched) in texts.iter().zip(&together) {
         let alone = embedder.embed(&[text]).unwrap().remove(0);
         let alone: Vec<f64> = alone.iter().map(|x| f64::from(*x)).collect();
-        let similarity = cosine(batched, &alone);
-        assert!(similarity > 0.99999, "{text:?}: {similarity}");
+        worst = worst.min(cosine(batched, &alone));
+    }
+    worst
+}
+
+/// int8 vectors are close to the fp32 ones and put the same passage first for each query, so
+/// `precision` can change without re-embedding (the model id stays; see docs/retrieval.md).
+#[test]
+fn int8_stays_close_to_fp32_and_ranks_the_same() {
+    let fp32 = load_in(Engine::OnnxRuntime, Precision::Fp32);
+    let int8 = load_in(Engine::OnnxRuntime, Precision::Int8);
+    assert_eq!(int8.precision(), Precision::Int8);
+    assert_eq!(fp32.precision(), Precision::Fp32);
+    assert!(
+        int8.engine().starts_with("onnxruntime int8"),
+        "{}",
+        int8.engine()
+    );
+    assert_eq!(fp32.model_id(), int8.model_id());
+    let passages = [
+        "The centrifugal pump must be primed before it is started, or the seal runs dry.",
+        "Bearings are greased every three months and their temperature logged each shift.",
+        "Invoices are due thirty days after the date of delivery.",
+        "Die Pumpe muss vor dem Start gefüllt werden.",
+        "Photosynthesis turns light, water and carbon dioxide into sugar and oxygen.",
+        "A cavitating impeller rattles: the suction pressure has fallen too low.",
+    ];
+    let queries = [
+        "how do I start the pump",
+        "when are payments due",
+        "how do plants make sugar",
+        "what does a rattling noise in a pump mean",
+    ];
+    let embed = |model: &LocalEmbedder, texts: &[&str]| model.embed(texts).unwrap();
+    let (p32, p8) = (embed(&fp32, &passages), embed(&int8, &passages));
+    let (q32, q8) = (embed(&fp32, &queries), embed(&int8, &queries));
+    let mut worst = f64::MAX;
+    for (a, b) in p32.iter().chain(&q32).zip(p8.iter().chain(&q8)) {
+        let b: Vec<f64> = b.iter().map(|x| f64::from(*x)).collect();
+        worst = worst.min(cosine(a, &b));
+    }
+    eprintln!("all-MiniLM-L6-v2, int8 against fp32: lowest cosine {worst:.5}");
+    assert!(worst >= 0.98, "lowest cosine {worst}");
+    let ranking = |query: &[f32], passages: &[Vec<f32>]| {
+        let mut order: Vec<usize> = (0..passages.len()).collect();
+        let score = |i: usize| -> f32 { query.iter().zip(&passages[i]).map(|(x, y)| x * y).sum() };
+        order.sort_by(|&a, &b| score(b).total_cmp(&score(a)));
+        order
+    };
+    // The passage each query is about; the order of the unrelated ones below it is noise
+    // (their scores are close together), so only the top is compared.
+    let judged = [0, 2, 4, 5];
+    for ((i, query), expected) in queries.iter().enumerate().zip(judged) {
+        let (exact, quantised) = (ranking(&q32[i], &p32), ranking(&q8[i], &p8));
+        eprintln!("{query:?}: fp32 {exact:?}, int8 {quantised:?}");
+        assert_eq!(exact[0], expected, "{query:?} in fp32: {exact:?}");
+        assert_eq!(quantised[0], expected, "{query:?} in int8: {quantised:?}");
     }
 }

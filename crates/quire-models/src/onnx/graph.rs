@@ -3,6 +3,12 @@
 //! operators (opset 17) so ONNX Runtime can run it. No export step and no second copy of the
 //! model on disk: the model directory stays what sentence-transformers ships.
 //!
+//! Every linear layer (the fused query-key-value projection, the attention output, the
+//! intermediate and the output layer) runs in fp32 or, with [`Linear::Int8`], as dynamic
+//! quantisation built from the same weights: int8 weights per output column, activations
+//! quantised at run time (see [`int8_linear`]). Embeddings, LayerNorm, softmax and the attention
+//! score products stay fp32 either way.
+//!
 //! Inputs: `input_ids` (int64 `[batch, sequence]`), `position_ids` (int64 `[sequence]`) and
 //! `attention_bias` (float `[batch, 1, 1, sequence]`: 0 for tokens, a large negative number
 //! for padding). Output: `last_hidden_state` (float `[batch, sequence, hidden]`); pooling is
@@ -18,8 +24,13 @@ use crate::ModelError;
 use crate::bert::BertConfig;
 
 /// ONNX `TensorProto.DataType` codes.
-const FLOAT: i64 = 1;
+pub(super) const FLOAT: i64 = 1;
+const INT8: i64 = 3;
 const INT64: i64 = 7;
+/// `bfloat16`, which the graph never uses: the code is here for the test that shows ONNX
+/// Runtime's CPU provider cannot run a linear layer in it.
+#[cfg(test)]
+pub(super) const BFLOAT16: i64 = 16;
 
 /// The operator set the graph is written against; 17 brings `LayerNormalization`, and ONNX
 /// Runtime 1.13 and later run it.
@@ -27,8 +38,23 @@ const OPSET: i64 = 17;
 /// The IR version that goes with opset 17.
 const IR_VERSION: i64 = 8;
 
-/// The encoder of `weights` as a serialized ONNX `ModelProto`.
-pub(crate) fn bert_model(weights: &Path, config: &BertConfig) -> Result<Vec<u8>, ModelError> {
+/// How the graph computes its linear layers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Linear {
+    /// `MatMul` and `Add` in fp32.
+    Fp32,
+    /// Dynamic quantisation: int8 weights (symmetric, per output column), uint8 activations
+    /// quantised per call, which ONNX Runtime fuses into its own int8 kernels.
+    Int8,
+}
+
+/// The encoder of `weights` as a serialized ONNX `ModelProto`, its linear layers computed as
+/// `linear` says.
+pub(crate) fn bert_model(
+    weights: &Path,
+    config: &BertConfig,
+    linear: Linear,
+) -> Result<Vec<u8>, ModelError> {
     let mut weights = Weights::load(weights)?;
     let hidden = config.hidden_size;
     let heads = config.num_attention_heads;
@@ -73,10 +99,18 @@ pub(crate) fn bert_model(weights: &Path, config: &BertConfig) -> Result<Vec<u8>,
             &mut weights,
             &["query", "key", "value"].map(|n| format!("{p}.attention.self.{n}")),
         )?;
-        let w = g.float_tensor(&format!("{p}.qkv.weight"), &[hidden, 3 * hidden], &w);
-        let b = g.float_tensor(&format!("{p}.qkv.bias"), &[3 * hidden], &b);
-        let qkv = g.node("MatMul", &[&x, &w], vec![]);
-        let qkv = g.node("Add", &[&qkv, &b], vec![]);
+        let qkv = project(
+            &mut g,
+            &format!("{p}.qkv"),
+            &x,
+            Projection {
+                weight: &w,
+                bias: &b,
+                input: hidden,
+                output: 3 * hidden,
+            },
+            linear,
+        );
         let qkv = g.node("Reshape", &[&qkv, &qkv_shape], vec![]);
         let qkv = g.node("Transpose", &[&qkv], vec![ints("perm", &[2, 0, 3, 1, 4])]);
         let [q, k, v] = [0, 1, 2].map(|j| g.node("Gather", &[&qkv, &part[j]], vec![]));
@@ -88,11 +122,12 @@ pub(crate) fn bert_model(weights: &Path, config: &BertConfig) -> Result<Vec<u8>,
         let context = g.node("MatMul", &[&weights_, &v], vec![]);
         let context = g.node("Transpose", &[&context], vec![ints("perm", &[0, 2, 1, 3])]);
         let context = g.node("Reshape", &[&context, &context_shape], vec![]);
-        let attended = linear(
+        let attended = dense(
             &mut g,
             &mut weights,
             &format!("{p}.attention.output.dense"),
             &context,
+            linear,
         )?;
         let attended = g.node("Add", &[&attended, &x], vec![]);
         let attended = layer_norm(
@@ -103,18 +138,25 @@ pub(crate) fn bert_model(weights: &Path, config: &BertConfig) -> Result<Vec<u8>,
             eps,
         )?;
         // Exact GELU: x * 0.5 * (1 + erf(x / sqrt 2)).
-        let wide = linear(
+        let wide = dense(
             &mut g,
             &mut weights,
             &format!("{p}.intermediate.dense"),
             &attended,
+            linear,
         )?;
         let erf = g.node("Div", &[&wide, &root_two], vec![]);
         let erf = g.node("Erf", &[&erf], vec![]);
         let erf = g.node("Add", &[&erf, &one], vec![]);
         let gelu = g.node("Mul", &[&wide, &erf], vec![]);
         let gelu = g.node("Mul", &[&gelu, &half], vec![]);
-        let out = linear(&mut g, &mut weights, &format!("{p}.output.dense"), &gelu)?;
+        let out = dense(
+            &mut g,
+            &mut weights,
+            &format!("{p}.output.dense"),
+            &gelu,
+            linear,
+        )?;
         let out = g.node("Add", &[&out, &attended], vec![]);
         x = layer_norm(
             &mut g,
@@ -127,24 +169,93 @@ pub(crate) fn bert_model(weights: &Path, config: &BertConfig) -> Result<Vec<u8>,
     Ok(g.into_model(&x, hidden))
 }
 
-/// `x W + b` for the linear layer `prefix`.
-fn linear(
+/// `x W + b` for the linear layer `prefix` of the safetensors file.
+fn dense(
     g: &mut Graph,
     weights: &mut Weights,
     prefix: &str,
     x: &str,
+    linear: Linear,
 ) -> Result<String, ModelError> {
     let (dims, w) = weights.take(&format!("{prefix}.weight"))?;
     let (_, b) = weights.take(&format!("{prefix}.bias"))?;
     let (out, input) = two_dims(prefix, &dims)?;
-    let w = g.float_tensor(
-        &format!("{prefix}.weight"),
-        &[input, out],
-        &transpose(&w, out, input),
+    let weight = transpose(&w, out, input);
+    let projection = Projection {
+        weight: &weight,
+        bias: &b,
+        input,
+        output: out,
+    };
+    Ok(project(g, prefix, x, projection, linear))
+}
+
+/// The weights of a linear layer: `[input, output]` row-major, and the bias.
+struct Projection<'a> {
+    weight: &'a [f32],
+    bias: &'a [f32],
+    input: usize,
+    output: usize,
+}
+
+/// `x W + b` as `linear` computes it; returns the output's name.
+fn project(g: &mut Graph, name: &str, x: &str, p: Projection<'_>, linear: Linear) -> String {
+    let b = g.float_tensor(&format!("{name}.bias"), &[p.output], p.bias);
+    match linear {
+        Linear::Fp32 => {
+            let w = g.float_tensor(&format!("{name}.weight"), &[p.input, p.output], p.weight);
+            let product = g.node("MatMul", &[x, &w], vec![]);
+            g.node("Add", &[&product, &b], vec![])
+        }
+        Linear::Int8 => int8_linear(g, name, x, &p, &b),
+    }
+}
+
+/// `x W + b` with int8 weights and activations quantised at run time, in the pattern ONNX
+/// Runtime's `MatMulIntegerToFloat` and `DynamicQuantizeMatMul` fusions recognise (the one
+/// its own `quantize_dynamic` writes): `DynamicQuantizeLinear(x)` → `MatMulInteger(xq, Wq,
+/// x_zero)` → `Cast` to float → `Mul` by `x_scale × w_scale` (a `Mul` of its own, as the
+/// fusion looks for) → `Add` the bias. Fused, the product runs on ONNX Runtime's u8×s8 kernels
+/// (VNNI where the CPU has it); unfused, the same nodes compute the same numbers, slower.
+fn int8_linear(g: &mut Graph, name: &str, x: &str, p: &Projection<'_>, bias: &str) -> String {
+    let (quantised, scales) = quantise_columns(p.weight, p.input, p.output);
+    let w = g.int8_tensor(
+        &format!("{name}.weight_int8"),
+        &[p.input, p.output],
+        &quantised,
     );
-    let b = g.float_tensor(&format!("{prefix}.bias"), &[out], &b);
-    let product = g.node("MatMul", &[x, &w], vec![]);
-    Ok(g.node("Add", &[&product, &b], vec![]))
+    let w_scale = g.float_tensor(&format!("{name}.weight_scale"), &[p.output], &scales);
+    let [xq, x_scale, x_zero] = g.nodes_out("DynamicQuantizeLinear", &[x], vec![]);
+    let product = g.node("MatMulInteger", &[&xq, &w, &x_zero], vec![]);
+    let product = g.node("Cast", &[&product], vec![int("to", FLOAT)]);
+    let scale = g.node("Mul", &[&x_scale, &w_scale], vec![]);
+    let product = g.node("Mul", &[&product, &scale], vec![]);
+    g.node("Add", &[&product, bias], vec![])
+}
+
+/// `[input, output]` weights as int8 and one scale per output column: symmetric (zero maps to
+/// zero, so no weight zero point), `scale = max |w| / 127`. A column's own scale keeps a
+/// column of small weights from being rounded away by another column's large ones.
+pub(super) fn quantise_columns(weight: &[f32], input: usize, output: usize) -> (Vec<i8>, Vec<f32>) {
+    let mut scales = vec![0f32; output];
+    for row in weight.chunks_exact(output).take(input) {
+        for (s, w) in scales.iter_mut().zip(row) {
+            *s = s.max(w.abs());
+        }
+    }
+    for s in &mut scales {
+        // An all-zero column quantises to zeros under any scale; 1 avoids dividing by zero.
+        *s = if *s > 0.0 { *s / 127.0 } else { 1.0 };
+    }
+    let quantised = weight
+        .chunks_exact(output)
+        .flat_map(|row| {
+            row.iter()
+                .zip(&scales)
+                .map(|(w, s)| (w / s).round().clamp(-127.0, 127.0) as i8)
+        })
+        .collect();
+    (quantised, scales)
 }
 
 /// Linear layers of the same input side by side: `[in, Σ out]` weights and the biases
@@ -237,7 +348,7 @@ impl Weights {
 
 /// The nodes and constants of a graph being written.
 #[derive(Default)]
-struct Graph {
+pub(super) struct Graph {
     nodes: Vec<Message>,
     initializers: Vec<Message>,
     outputs: usize,
@@ -245,23 +356,46 @@ struct Graph {
 
 impl Graph {
     /// Adds a node with one output and returns the output's name.
-    fn node(&mut self, op: &str, inputs: &[&str], attributes: Vec<Message>) -> String {
+    pub(super) fn node(&mut self, op: &str, inputs: &[&str], attributes: Vec<Message>) -> String {
+        let [output] = self.nodes_out(op, inputs, attributes);
+        output
+    }
+
+    /// Adds a node with `N` outputs and returns their names.
+    fn nodes_out<const N: usize>(
+        &mut self,
+        op: &str,
+        inputs: &[&str],
+        attributes: Vec<Message>,
+    ) -> [String; N] {
         self.outputs += 1;
-        let output = format!("{}_{}", op.to_lowercase(), self.outputs);
+        let name = format!("{}_{}", op.to_lowercase(), self.outputs);
+        let outputs: [String; N] = std::array::from_fn(|i| match i {
+            0 => name.clone(),
+            _ => format!("{name}_{i}"),
+        });
         // NodeProto: input 1, output 2, name 3, op_type 4, attribute 5.
         let mut node = Message::new();
         for input in inputs {
             node = node.string(1, input);
         }
-        node = node.string(2, &output).string(3, &output).string(4, op);
+        for output in &outputs {
+            node = node.string(2, output);
+        }
+        node = node.string(3, &name).string(4, op);
         for attribute in attributes {
             node = node.message(5, attribute);
         }
         self.nodes.push(node);
-        output
+        outputs
     }
 
-    fn float_tensor(&mut self, name: &str, dims: &[usize], values: &[f32]) -> String {
+    fn int8_tensor(&mut self, name: &str, dims: &[usize], values: &[i8]) -> String {
+        let raw: Vec<u8> = values.iter().map(|v| v.to_le_bytes()[0]).collect();
+        self.tensor(name, dims, INT8, &raw)
+    }
+
+    pub(super) fn float_tensor(&mut self, name: &str, dims: &[usize], values: &[f32]) -> String {
         let raw: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
         self.tensor(name, dims, FLOAT, &raw)
     }
@@ -272,7 +406,13 @@ impl Graph {
     }
 
     /// TensorProto: dims 1, data_type 2, name 8, raw_data 9 (little-endian).
-    fn tensor(&mut self, name: &str, dims: &[usize], data_type: i64, raw: &[u8]) -> String {
+    pub(super) fn tensor(
+        &mut self,
+        name: &str,
+        dims: &[usize],
+        data_type: i64,
+        raw: &[u8],
+    ) -> String {
         let mut tensor = Message::new();
         for &d in dims {
             tensor = tensor.int(1, d as i64);
@@ -294,35 +434,41 @@ impl Graph {
         );
         let batch = Dim::Named("batch");
         let sequence = Dim::Named("sequence");
+        let inputs = vec![
+            value_info("input_ids", INT64, &[batch, sequence]),
+            value_info("position_ids", INT64, &[sequence]),
+            value_info(
+                "attention_bias",
+                FLOAT,
+                &[batch, Dim::Fixed(1), Dim::Fixed(1), sequence],
+            ),
+        ];
+        let outputs = vec![value_info(
+            "last_hidden_state",
+            FLOAT,
+            &[batch, sequence, Dim::Fixed(hidden)],
+        )];
+        self.finish("bert_encoder", inputs, outputs)
+    }
+
+    /// The model of these nodes and initializers, with the graph inputs and outputs given as
+    /// `ValueInfoProto`s ([`value_info`]).
+    pub(super) fn finish(self, name: &str, inputs: Vec<Message>, outputs: Vec<Message>) -> Vec<u8> {
         let mut graph = Message::new();
         for node in self.nodes {
             graph = graph.message(1, node);
         }
-        graph = graph.string(2, "bert_encoder");
+        graph = graph.string(2, name);
         for initializer in self.initializers {
             graph = graph.message(5, initializer);
         }
-        graph = graph
-            .message(11, value_info("input_ids", INT64, &[batch, sequence]))
-            .message(11, value_info("position_ids", INT64, &[sequence]))
-            .message(
-                11,
-                value_info(
-                    "attention_bias",
-                    FLOAT,
-                    &[batch, Dim::Fixed(1), Dim::Fixed(1), sequence],
-                ),
-            );
-        let graph_bytes = graph
-            .message(
-                12,
-                value_info(
-                    "last_hidden_state",
-                    FLOAT,
-                    &[batch, sequence, Dim::Fixed(hidden)],
-                ),
-            )
-            .into_bytes();
+        for input in inputs {
+            graph = graph.message(11, input);
+        }
+        for output in outputs {
+            graph = graph.message(12, output);
+        }
+        let graph_bytes = graph.into_bytes();
         // ModelProto: ir_version 1, producer_name 2, graph 7, opset_import 8
         // (OperatorSetIdProto: domain 1, version 2).
         Message::new()
@@ -334,15 +480,16 @@ impl Graph {
     }
 }
 
+/// A dimension of a graph input or output.
 #[derive(Clone, Copy)]
-enum Dim {
+pub(super) enum Dim {
     Fixed(usize),
     Named(&'static str),
 }
 
 /// ValueInfoProto (name 1, type 2) of a tensor: TypeProto.tensor_type 1 → elem_type 1,
 /// shape 2 → dim 1 → dim_value 1 or dim_param 2.
-fn value_info(name: &str, elem_type: i64, dims: &[Dim]) -> Message {
+pub(super) fn value_info(name: &str, elem_type: i64, dims: &[Dim]) -> Message {
     let mut shape = Message::new();
     for dim in dims {
         let dim = match dim {
@@ -358,7 +505,7 @@ fn value_info(name: &str, elem_type: i64, dims: &[Dim]) -> Message {
 }
 
 /// AttributeProto: name 1, f 2, i 3, ints 8, type 20 (FLOAT 1, INT 2, INTS 7).
-fn int(name: &str, value: i64) -> Message {
+pub(super) fn int(name: &str, value: i64) -> Message {
     Message::new().string(1, name).int(3, value).int(20, 2)
 }
 

@@ -6,9 +6,12 @@
 mod graph;
 mod proto;
 mod runtime;
+#[cfg(test)]
+mod tests;
 
 use std::path::PathBuf;
 
+pub(crate) use graph::Linear;
 pub(crate) use runtime::OnnxEncoder;
 
 /// Environment variable naming the ONNX Runtime library (the `ort` crate's own convention).

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use ort::session::Session;
 use ort::value::Tensor;
 
-use super::graph::bert_model;
+use super::graph::{Linear, bert_model};
 use crate::ModelError;
 use crate::bert::BertConfig;
 
@@ -17,12 +17,14 @@ use crate::bert::BertConfig;
 pub(crate) struct OnnxEncoder {
     session: Mutex<Session>,
     library: PathBuf,
+    linear: Linear,
 }
 
 impl std::fmt::Debug for OnnxEncoder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OnnxEncoder")
             .field("library", &self.library)
+            .field("linear", &self.linear)
             .finish_non_exhaustive()
     }
 }
@@ -75,33 +77,48 @@ fn same_file(a: &Path, b: &Path) -> bool {
     a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
 }
 
+/// A session for the serialized model `model` on the library `library`, threaded for this
+/// machine.
+pub(super) fn session(library: &Path, model: &[u8]) -> Result<Session, ModelError> {
+    let environment = environment(library)?;
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let failed = |e: ort::Error| ModelError::Unsupported(format!("ONNX Runtime: {e}"));
+    Session::builder(environment)
+        .map_err(failed)?
+        .with_intra_threads(threads)
+        .map_err(|e| failed(e.into()))?
+        .with_inter_threads(1)
+        .map_err(|e| failed(e.into()))?
+        // Spinning threads win a little latency on an idle machine and burn a core on a
+        // busy one, next to the search index and the HTTP server.
+        .with_intra_op_spinning(false)
+        .map_err(|e| failed(e.into()))?
+        .commit_from_memory(model)
+        .map_err(failed)
+}
+
 impl OnnxEncoder {
-    /// Loads ONNX Runtime from `library` and builds a session for the encoder in `weights`.
+    /// Loads ONNX Runtime from `library` and builds a session for the encoder in `weights`,
+    /// its linear layers computed as `linear` says.
     pub(crate) fn load(
         library: &Path,
         weights: &Path,
         config: &BertConfig,
+        linear: Linear,
     ) -> Result<Self, ModelError> {
-        let environment = environment(library)?;
-        let model = bert_model(weights, config)?;
-        let threads = std::thread::available_parallelism().map_or(1, usize::from);
-        let failed = |e: ort::Error| ModelError::Unsupported(format!("ONNX Runtime: {e}"));
-        let session = Session::builder(environment)
-            .map_err(failed)?
-            .with_intra_threads(threads)
-            .map_err(|e| failed(e.into()))?
-            .with_inter_threads(1)
-            .map_err(|e| failed(e.into()))?
-            // Spinning threads win a little latency on an idle machine and burn a core on a
-            // busy one, next to the search index and the HTTP server.
-            .with_intra_op_spinning(false)
-            .map_err(|e| failed(e.into()))?
-            .commit_from_memory(&model)
-            .map_err(failed)?;
+        // The library first: a missing library is the likelier and cheaper error.
+        environment(library)?;
+        let model = bert_model(weights, config, linear)?;
         Ok(Self {
-            session: Mutex::new(session),
+            session: Mutex::new(session(library, &model)?),
             library: library.to_owned(),
+            linear,
         })
+    }
+
+    /// How the session computes the linear layers.
+    pub(crate) fn linear(&self) -> Linear {
+        self.linear
     }
 
     /// The library the session runs on.

@@ -40,6 +40,10 @@ pub struct EmbeddingConfig {
     /// `onnxruntime/` in the model cache, where `scripts/fetch-onnxruntime` puts it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub onnxruntime_library: Option<PathBuf>,
+    /// The arithmetic of a local model's linear layers: `auto` (int8 on ONNX Runtime when the
+    /// CPU has VNNI, else fp32), `fp32`, or `int8` (ONNX Runtime only). `bf16` is refused:
+    /// no engine has bfloat16 products on the CPU. Changing it does not re-embed.
+    pub precision: String,
     /// Put before every query sent to the server (models such as E5 want `query: `).
     pub query_prefix: String,
     /// Put before every chunk sent to the server (E5: `passage: `).
@@ -58,6 +62,7 @@ impl Default for EmbeddingConfig {
             use_cached_model: true,
             engine: "auto".into(),
             onnxruntime_library: None,
+            precision: "auto".into(),
             query_prefix: String::new(),
             document_prefix: String::new(),
         }
@@ -75,10 +80,23 @@ impl EmbeddingConfig {
                 "embedding.engine must be \"auto\", \"onnxruntime\" or \"candle\", not {other:?}"
             ),
         };
-        Ok(quire_models::EngineOptions {
+        let precision = match self.precision.as_str() {
+            "auto" => quire_models::Precision::Auto,
+            "fp32" => quire_models::Precision::Fp32,
+            "int8" => quire_models::Precision::Int8,
+            "bf16" => quire_models::Precision::Bf16,
+            other => {
+                bail!("embedding.precision must be \"auto\", \"fp32\" or \"int8\", not {other:?}")
+            }
+        };
+        let options = quire_models::EngineOptions {
             engine,
             onnxruntime_library: self.onnxruntime_library.clone(),
-        })
+            precision,
+        };
+        // Refused here, at start, rather than when the model is first loaded.
+        options.check()?;
+        Ok(options)
     }
 
     /// Refuses settings the service cannot work with.
@@ -124,5 +142,81 @@ mod tests {
             c.embedding.engine_options().unwrap().engine,
             quire_models::Engine::Candle
         );
+    }
+
+    #[test]
+    fn precision_is_auto_unless_set() {
+        let c = Config::load(None, env(&[]), &Overrides::default()).unwrap();
+        assert_eq!(c.embedding.precision, "auto");
+        assert_eq!(
+            c.embedding.engine_options().unwrap().precision,
+            quire_models::Precision::Auto
+        );
+        let c = Config::load(
+            None,
+            env(&[("QUIRE_EMBEDDING_PRECISION", "int8")]),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            c.embedding.engine_options().unwrap().precision,
+            quire_models::Precision::Int8
+        );
+    }
+
+    #[test]
+    fn an_unknown_precision_is_refused() {
+        let err = Config::load(
+            None,
+            env(&[("QUIRE_EMBEDDING_PRECISION", "fp16")]),
+            &Overrides::default(),
+        )
+        .unwrap_err();
+        assert!(
+            format!("{err:#}").contains("embedding.precision"),
+            "{err:#}"
+        );
+    }
+
+    #[test]
+    fn int8_on_candle_is_refused_at_start() {
+        let err = Config::load(
+            None,
+            env(&[
+                ("QUIRE_EMBEDDING_ENGINE", "candle"),
+                ("QUIRE_EMBEDDING_PRECISION", "int8"),
+            ]),
+            &Overrides::default(),
+        )
+        .unwrap_err();
+        let err = format!("{err:#}");
+        assert!(err.contains("int8") && err.contains("candle"), "{err}");
+        // candle with `auto` is fine: it means fp32 there.
+        Config::load(
+            None,
+            env(&[("QUIRE_EMBEDDING_ENGINE", "candle")]),
+            &Overrides::default(),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn bf16_is_refused_with_the_reason() {
+        for engine in ["auto", "onnxruntime", "candle"] {
+            let err = Config::load(
+                None,
+                env(&[
+                    ("QUIRE_EMBEDDING_ENGINE", engine),
+                    ("QUIRE_EMBEDDING_PRECISION", "bf16"),
+                ]),
+                &Overrides::default(),
+            )
+            .unwrap_err();
+            let err = format!("{err:#}");
+            assert!(
+                err.contains("bfloat16 MatMul") && err.contains("\"int8\""),
+                "{engine}: {err}"
+            );
+        }
     }
 }
