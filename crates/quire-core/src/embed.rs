@@ -40,6 +40,14 @@ pub trait Embedder: Send + Sync + std::fmt::Debug {
     fn tokens(&self) -> Option<std::sync::Arc<dyn TokenCount>> {
         None
     }
+
+    /// Whether a text's vector is the same whatever other texts share its call (up to
+    /// floating-point rounding). True by default; false for a model quantised per call (int8
+    /// activations take one scale over the whole batch), whose search queries are then
+    /// embedded one per call so that a query's results never depend on other searches.
+    fn batch_invariant(&self) -> bool {
+        true
+    }
 }
 
 /// Counts text in a model's own tokens, for cutting chunks that fit its window.

@@ -2,6 +2,10 @@
 //! as much as embedding a batch of them (the model's fixed costs dominate, and a batch fills the
 //! CPU's vector units), so searches that arrive together are embedded in one call.
 //!
+//! Only embedders whose vectors do not depend on their batch are batched
+//! ([`Embedder::batch_invariant`]): with an int8 model, a query's vector would depend on the
+//! queries that happened to share its call, and so its results on other searches.
+//!
 //! The batching never waits: a search that finds the embedder idle is embedded at once, alone,
 //! so a single client sees the latency it always had. While a call runs, the queries that
 //! arrive queue up and go together in the next call, so under load the batches grow by
@@ -40,8 +44,12 @@ impl QueryBatcher {
         }
     }
 
-    /// The vector of `query`, embedded with whatever other queries wait at the same time.
+    /// The vector of `query`, embedded with whatever other queries wait at the same time
+    /// (alone when the embedder's vectors depend on their batch).
     pub(crate) async fn embed(&self, query: &str) -> Result<Vec<f32>, ModelError> {
+        if !self.embedder.batch_invariant() {
+            return self.embed_alone(query).await;
+        }
         let queue = self.queue.get_or_init(|| {
             let (sender, receiver) = mpsc::unbounded_channel();
             tokio::spawn(make_calls(Arc::clone(&self.embedder), receiver));
@@ -162,6 +170,7 @@ mod tests {
         calls: Mutex<Vec<usize>>,
         gate: Semaphore,
         fail: bool,
+        invariant: bool,
     }
 
     #[async_trait]
@@ -174,6 +183,9 @@ mod tests {
         }
         fn engine(&self) -> String {
             "test".into()
+        }
+        fn batch_invariant(&self) -> bool {
+            self.invariant
         }
         async fn embed(
             &self,
@@ -205,6 +217,7 @@ mod tests {
             calls: Mutex::new(Vec::new()),
             gate: Semaphore::new(0),
             fail,
+            invariant: true,
         })
     }
 
@@ -241,6 +254,27 @@ mod tests {
             *embedder.calls.lock().unwrap(),
             vec![1, MAX_QUERIES_PER_CALL, 40 - MAX_QUERIES_PER_CALL]
         );
+    }
+
+    #[tokio::test]
+    async fn queries_of_an_embedder_whose_vectors_depend_on_the_batch_go_alone() {
+        let embedder = Arc::new(Recording {
+            calls: Mutex::new(Vec::new()),
+            gate: Semaphore::new(1),
+            fail: false,
+            invariant: false,
+        });
+        let batcher = Arc::new(QueryBatcher::new(embedder.clone()));
+        let handles: Vec<_> = (1..=5)
+            .map(|n| {
+                let batcher = Arc::clone(&batcher);
+                tokio::spawn(async move { batcher.embed(&"z".repeat(n)).await })
+            })
+            .collect();
+        for (n, handle) in (1..=5).zip(handles) {
+            assert_eq!(handle.await.unwrap().unwrap(), vec![n as f32]);
+        }
+        assert_eq!(*embedder.calls.lock().unwrap(), vec![1; 5]);
     }
 
     #[tokio::test]

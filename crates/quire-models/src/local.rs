@@ -336,6 +336,11 @@ impl Embedder for LocalEmbedder {
             .map(|tokens| tokens as Arc<dyn TokenCount>)
     }
 
+    /// int8 activations are quantised with one scale for the whole call.
+    fn batch_invariant(&self) -> bool {
+        self.precision() != Precision::Int8
+    }
+
     /// Runs on the blocking pool: a forward pass is milliseconds of CPU that must not stall
     /// the async workers.
     async fn embed(&self, texts: &[String], _: Purpose) -> Result<Vec<Vec<f32>>, ModelError> {

@@ -207,6 +207,9 @@ fn int8_stays_close_to_fp32_and_ranks_the_same() {
         int8.engine()
     );
     assert_eq!(fp32.model_id(), int8.model_id());
+    // An int8 vector depends on its batch, so search queries are not batched with it.
+    assert!(!quire_core::embed::Embedder::batch_invariant(&int8));
+    assert!(quire_core::embed::Embedder::batch_invariant(&fp32));
     let passages = [
         "The centrifugal pump must be primed before it is started, or the seal runs dry.",
         "Bearings are greased every three months and their temperature logged each shift.",
