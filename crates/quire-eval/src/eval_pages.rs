@@ -69,6 +69,11 @@ pub struct PagesEvalArgs {
     /// Also print each question that found no evidence page in its results.
     #[arg(long)]
     misses: bool,
+    /// Also answer each question as `POST /api/v1/generate` would (its retrieval, the
+    /// configured generator: the extractive answerer unless `[llm]` is set) and report how
+    /// often the answer cites an evidence page.
+    #[arg(long)]
+    answers: bool,
 }
 
 /// A question and the pages that answer it.
@@ -117,7 +122,106 @@ pub async fn pages(base: &Config, args: PagesEvalArgs) -> anyhow::Result<()> {
     }
     let scores = evaluate(&state, &names, &questions, args.mode, args.misses).await?;
     print_report(&scores);
+    if args.answers {
+        let cited = answer_citations(&state, &names, &questions).await?;
+        println!(
+            "\nanswers ({}): {} questions; citing an evidence page {:.3}, citing the evidence \
+             document {:.3}, citing nothing {:.3}",
+            cited.generator,
+            cited.questions,
+            cited.evidence_page,
+            cited.evidence_document,
+            cited.nothing
+        );
+    }
     Ok(())
+}
+
+/// How the answers to the questions cite: the share whose citations include an evidence
+/// page, the evidence document, or nothing at all.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CitationScores {
+    /// What answered (`extractive`, or the model and server).
+    pub generator: String,
+    /// Questions answered.
+    pub questions: usize,
+    /// Share of answers citing an evidence page.
+    pub evidence_page: f64,
+    /// Share of answers citing a page of the evidence document.
+    pub evidence_document: f64,
+    /// Share of answers citing no passage.
+    pub nothing: f64,
+}
+
+/// Answers every question about an ingested document as a generate call would (queue,
+/// retrieval, the configured generator, citations from the answer's markers) and scores
+/// the pages it cites.
+pub async fn answer_citations(
+    state: &Services,
+    names: &HashMap<String, String>,
+    questions: &[Question],
+) -> anyhow::Result<CitationScores> {
+    let asked = with_evidence(names, questions)?;
+    let key = quire_core::KeyId::new();
+    let mut progress = Progress::new("answers", u64::try_from(asked.len()).unwrap_or(u64::MAX));
+    let (mut page, mut document, mut nothing) = (0.0, 0.0, 0.0);
+    let mut generator = String::new();
+    for (q, evidence) in &asked {
+        let answer = quire_app::answers::answer_collected(state, key, &SourceScope::All, &q.text)
+            .await
+            .map_err(|message| anyhow::anyhow!("answering {:?}: {message}", q.text))?;
+        generator = answer.generator;
+        let cited: Vec<Page> = answer
+            .citations
+            .iter()
+            .map(|c| (c.document_name.clone(), c.page))
+            .collect();
+        if cited.is_empty() {
+            nothing += 1.0;
+        }
+        if cited.iter().any(|p| evidence.contains(p)) {
+            page += 1.0;
+        }
+        document += document_hit_at(&cited, evidence, cited.len());
+        progress.inc(1);
+    }
+    progress.finish();
+    let n = asked.len() as f64;
+    Ok(CitationScores {
+        generator,
+        questions: asked.len(),
+        evidence_page: page / n,
+        evidence_document: document / n,
+        nothing: nothing / n,
+    })
+}
+
+/// The questions about an ingested document, each with its evidence pages as (file name,
+/// page); says how many were skipped, and fails when none is left.
+fn with_evidence<'q>(
+    names: &HashMap<String, String>,
+    questions: &'q [Question],
+) -> anyhow::Result<Vec<(&'q Question, HashSet<Page>)>> {
+    let available: Vec<&str> = names.values().map(String::as_str).collect();
+    let mut asked = Vec::new();
+    let mut unknown = 0;
+    for q in questions {
+        match resolve_document(&q.document, &available) {
+            Some(document) => {
+                let evidence: HashSet<Page> =
+                    q.pages.iter().map(|p| (document.to_owned(), *p)).collect();
+                asked.push((q, evidence));
+            }
+            None => unknown += 1,
+        }
+    }
+    if unknown > 0 {
+        println!("{unknown} questions skipped: their document is not among the ingested ones");
+    }
+    if asked.is_empty() {
+        bail!("no question is about an ingested document");
+    }
+    Ok(asked)
 }
 
 /// Ingests `files` unless the data directory already holds them; returns the file name of
@@ -188,25 +292,7 @@ pub async fn evaluate(
     mode: Mode,
     show_misses: bool,
 ) -> anyhow::Result<Vec<PageScores>> {
-    let available: Vec<&str> = names.values().map(String::as_str).collect();
-    let mut asked = Vec::new();
-    let mut unknown = 0;
-    for q in questions {
-        match resolve_document(&q.document, &available) {
-            Some(document) => {
-                let evidence: HashSet<Page> =
-                    q.pages.iter().map(|p| (document.to_owned(), *p)).collect();
-                asked.push((q, evidence));
-            }
-            None => unknown += 1,
-        }
-    }
-    if unknown > 0 {
-        println!("{unknown} questions skipped: their document is not among the ingested ones");
-    }
-    if asked.is_empty() {
-        bail!("no question is about an ingested document");
-    }
+    let asked = with_evidence(names, questions)?;
     println!("questions {}", asked.len());
     let scope = SourceScope::All;
     let mut out = Vec::new();

@@ -129,4 +129,13 @@ async fn a_small_corpus_scores_end_to_end() {
     assert_eq!(s.page_recall, [0.5, 0.5, 0.5]);
     assert_eq!(s.document_recall, 0.5);
     assert!(s.p50 <= s.p99);
+
+    // The extractive answerer cites the blade page for the first question and has nothing to
+    // cite for the second.
+    let cited = answer_citations(&state, &names, &questions).await.unwrap();
+    assert_eq!(cited.generator, "extractive");
+    assert_eq!(cited.questions, 2);
+    assert_eq!(cited.evidence_page, 0.5, "{cited:?}");
+    assert_eq!(cited.evidence_document, 0.5, "{cited:?}");
+    assert_eq!(cited.nothing, 0.5, "{cited:?}");
 }
