@@ -124,6 +124,30 @@ pub struct SearchResult {
     pub metadata: PassageLocation,
 }
 
+/// Page, section path and text of chunks, by document and ordinal: from the keyword hits,
+/// completed from the store for the chunks only the vector ranking found.
+type Passages = HashMap<(DocumentId, u32), (u32, String, String)>;
+
+/// The chunks of `ranked` whose passage `passages` does not hold yet.
+fn missing_passages(ranked: &[Ranked], passages: &Passages) -> Vec<(DocumentId, u32)> {
+    ranked
+        .iter()
+        .map(|r| (r.document_id, r.ordinal))
+        .filter(|key| !passages.contains_key(key))
+        .collect()
+}
+
+/// Adds chunks read from the store to `passages`.
+fn remember(passages: &mut Passages, stored: Vec<quire_store::StoredChunk>) {
+    for stored in stored {
+        let c = stored.chunk;
+        passages.insert(
+            (stored.document_id, c.ordinal),
+            (c.page, c.section, c.content),
+        );
+    }
+}
+
 /// A ranked chunk before it is resolved against the store.
 #[derive(Debug)]
 struct Ranked {
@@ -309,7 +333,7 @@ async fn resolve(
     keyword: Vec<KeywordHit>,
     limit: usize,
 ) -> Result<Vec<SearchResult>, AppError> {
-    let mut passages: HashMap<(DocumentId, u32), (u32, String, String)> = keyword
+    let mut passages: Passages = keyword
         .into_iter()
         .map(|h| ((h.document_id, h.ordinal), (h.page, h.section, h.content)))
         .collect();
@@ -374,7 +398,7 @@ fn with_document_standing(ranked: Vec<Ranked>, weight: f32) -> Vec<Ranked> {
 async fn spread_pages(
     services: &Services,
     ranked: Vec<Ranked>,
-    passages: &mut HashMap<(DocumentId, u32), (u32, String, String)>,
+    passages: &mut Passages,
     wanted: usize,
 ) -> Result<Vec<Ranked>, AppError> {
     let mut seen = HashSet::new();
@@ -382,19 +406,9 @@ async fn spread_pages(
     let mut ranked = ranked.into_iter().peekable();
     while seen.len() < wanted && ranked.peek().is_some() {
         let window: Vec<Ranked> = ranked.by_ref().take(2 * wanted).collect();
-        let missing: Vec<(DocumentId, u32)> = window
-            .iter()
-            .map(|r| (r.document_id, r.ordinal))
-            .filter(|key| !passages.contains_key(key))
-            .collect();
+        let missing = missing_passages(&window, passages);
         if !missing.is_empty() {
-            for stored in services.store.chunks(&missing).await? {
-                let c = stored.chunk;
-                passages.insert(
-                    (stored.document_id, c.ordinal),
-                    (c.page, c.section, c.content),
-                );
-            }
+            remember(passages, services.store.chunks(&missing).await?);
         }
         for r in window {
             match passages.get(&(r.document_id, r.ordinal)) {
@@ -415,13 +429,9 @@ async fn resolve_window(
     services: &Services,
     scope: &SourceScope,
     ranked: Vec<Ranked>,
-    passages: &mut HashMap<(DocumentId, u32), (u32, String, String)>,
+    passages: &mut Passages,
 ) -> Result<Vec<SearchResult>, AppError> {
-    let missing: Vec<(DocumentId, u32)> = ranked
-        .iter()
-        .map(|r| (r.document_id, r.ordinal))
-        .filter(|key| !passages.contains_key(key))
-        .collect();
+    let missing = missing_passages(&ranked, passages);
     let mut ids = Vec::new();
     let mut seen = HashSet::new();
     for r in &ranked {
@@ -440,13 +450,7 @@ async fn resolve_window(
         },
         services.store.ready_documents(scope, &ids)
     );
-    for stored in stored? {
-        let c = stored.chunk;
-        passages.insert(
-            (stored.document_id, c.ordinal),
-            (c.page, c.section, c.content),
-        );
-    }
+    remember(passages, stored?);
     let documents: HashMap<_, _> = documents?.into_iter().map(|d| (d.id, d)).collect();
     Ok(ranked
         .into_iter()
