@@ -27,7 +27,7 @@ pub use isolation::{
 pub use originals::{StageError, StagedFile, StagedUpload, Staging, StagingLimits};
 pub use pipeline::{OutputLimits, Processed, ProcessingError, process_file};
 pub use progress::{CHUNKS_EMBEDDED, REPORT_EVERY, STAGE_SECONDS};
-pub use query_batch::QUERIES_PER_CALL as QUERIES_PER_EMBEDDING_CALL;
+pub use query_batch::QUERIES_PER_EMBEDDING_CALL;
 pub use quire_files::{FilesError, OriginalStore};
 pub use quire_parse::{Block, OcrSettings, ParseLimits, probe as probe_ocr};
 pub use review::{Review, reduce_findings};

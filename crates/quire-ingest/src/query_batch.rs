@@ -1,6 +1,6 @@
-//! Query embeddings shared between concurrent searches. Embedding one short query costs almost
-//! as much as embedding a batch of them (the model's fixed costs dominate, and a batch fills the
-//! CPU's vector units), so searches that arrive together are embedded in one call.
+//! Query embeddings shared between concurrent searches: searches that arrive together are
+//! embedded in one call of the model instead of one call each. What that gains is measured by
+//! `quire bench queries` (docs/performance.md: +23 % requests/s at 32 clients on 2 cores).
 //!
 //! Only embedders whose vectors do not depend on their batch are batched
 //! ([`Embedder::batch_invariant`]): with an int8 model, a query's vector would depend on the
@@ -16,8 +16,8 @@ use std::sync::{Arc, OnceLock};
 use quire_core::embed::{Embedder, ModelError, Purpose};
 use tokio::sync::{mpsc, oneshot};
 
-/// Most queries embedded in one call: beyond this a batch costs as much per query as separate
-/// calls, and one client's long query would pad too many others.
+/// Most queries embedded in one call, so that one long query pads a bounded number of others
+/// (the value is the largest client count `quire bench queries` measures, not a tuned optimum).
 pub(crate) const MAX_QUERIES_PER_CALL: usize = 32;
 
 /// One query waiting for its vector.
@@ -93,7 +93,7 @@ async fn make_calls(embedder: Arc<dyn Embedder>, mut queue: mpsc::UnboundedRecei
                 Err(_) => break,
             }
         }
-        metrics::histogram!(QUERIES_PER_CALL).record(batch.len() as f64);
+        metrics::histogram!(QUERIES_PER_EMBEDDING_CALL).record(batch.len() as f64);
         let texts: Vec<String> = batch.iter().map(|r| r.text.clone()).collect();
         match embedder.embed(&texts, Purpose::Query).await {
             Ok(vectors) if vectors.len() == batch.len() => {
@@ -123,7 +123,7 @@ async fn make_calls(embedder: Arc<dyn Embedder>, mut queue: mpsc::UnboundedRecei
 }
 
 /// The metric of how many queries each call embedded.
-pub const QUERIES_PER_CALL: &str = "quire_query_embeddings_per_call";
+pub const QUERIES_PER_EMBEDDING_CALL: &str = "quire_query_embeddings_per_call";
 
 /// The same error for each query of a failed call ([`ModelError`] holds an `io::Error`, so it
 /// cannot be cloned): the kinds the search path tells apart are kept, the rest carry the text.
