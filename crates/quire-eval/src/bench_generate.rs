@@ -14,7 +14,6 @@ mod fake_model;
 mod idle;
 
 use std::collections::{HashMap, HashSet};
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,27 +21,20 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use clap::Args;
 use quire_app::Services;
-use quire_app::keys::{KeySpec, issue_key};
-use quire_core::{KeyId, Permission, SourceScope, SystemClock};
-use quire_store::Store;
+use quire_app::keys::KeySpec;
+use quire_core::{Permission, SourceScope, SystemClock};
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 
 use self::events::EventReader;
 use self::fake_model::{FakeModel, Script};
 use self::idle::{IdleReport, idle_streams};
 use crate::bench::{ingest_markdown, ms, percentile, read_jsonl};
+use crate::bench_server::{BenchServer, UNLIMITED};
 use crate::eval_retrieval::{
     EVAL_SOURCE, corpus_documents, corpus_id, ingested_before, read_qrels, read_queries,
 };
 use quire_server::App;
 use quire_server::Config;
-
-/// Requests per minute for the bench's key and server: the bench measures the answer path,
-/// not the rate limiter's refusals.
-const UNLIMITED: u32 = 1_000_000;
 
 /// The model name the server is configured with; the fake answers under any name.
 const FAKE_MODEL: &str = "bench-fake-model";
@@ -173,7 +165,7 @@ async fn with_fake_model(
     report.describe(app.services(), config, inputs);
     let timed = &inputs.timed;
     report.search_alone = search_times(app.services(), timed, config.llm.passages).await?;
-    let server = BenchServer::start(app).await?;
+    let server = serve(app).await?;
     eprintln!("timing retrieval overhead on {} questions…", timed.len());
     report.overhead = retrieval_overhead(&server, &mut fake, timed).await?;
     eprintln!(
@@ -196,7 +188,7 @@ async fn with_extractive_answerer(
 ) -> anyhow::Result<()> {
     let app = quire_server::build(config, Arc::new(SystemClock)).await?;
     let retrieved = retrieved_documents(app.services(), claims, config, corpus_id_of).await?;
-    let server = BenchServer::start(app).await?;
+    let server = serve(app).await?;
     eprintln!("asking {} claims of the extractive answerer…", claims.len());
     report.claims = Some(extractive_claims(&server, claims, &retrieved, corpus_id_of).await?);
     server.stop().await
@@ -367,78 +359,31 @@ async fn retrieved_documents(
     Ok(out)
 }
 
-/// The product's server on 127.0.0.1:0 with a key for the bench.
-struct BenchServer {
-    /// Where it listens.
-    addr: SocketAddr,
-    /// The bench key's secret.
-    secret: String,
-    key: KeyId,
-    store: Arc<dyn Store>,
-    client: reqwest::Client,
-    shutdown: oneshot::Sender<()>,
-    task: JoinHandle<anyhow::Result<()>>,
+/// The server of `app` with a read key for the bench.
+async fn serve(app: App) -> anyhow::Result<BenchServer> {
+    let key = KeySpec {
+        name: "quire bench generate".to_owned(),
+        permission: Permission::Read,
+        scope: SourceScope::All,
+        rate_limit: Some(UNLIMITED),
+    };
+    BenchServer::serve(app, key).await
 }
 
-impl BenchServer {
-    /// Issues a read key without rate limit and serves `app` over HTTP.
-    async fn start(app: App) -> anyhow::Result<Self> {
-        let state = app.services();
-        let spec = KeySpec {
-            name: "quire bench generate".to_owned(),
-            permission: Permission::Read,
-            scope: SourceScope::All,
-            rate_limit: Some(UNLIMITED),
-        };
-        let (record, secret) = issue_key(&*state.store, &*state.clock, spec).await?;
-        let store = Arc::clone(&state.store);
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .context("could not listen on 127.0.0.1")?;
-        let addr = listener.local_addr()?;
-        let (shutdown, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(app.serve(listener, async {
-            let _ = stopped.await;
-        }));
-        let client = reqwest::Client::builder().no_proxy().build()?;
-        Ok(Self {
-            addr,
-            secret: secret.expose().clone(),
-            key: record.id,
-            store,
-            client,
-            shutdown,
-            task,
-        })
+/// Asks `question` of `server` and returns its event stream (the response must be 200).
+async fn ask(server: &BenchServer, question: &str) -> anyhow::Result<EventReader> {
+    let response = server
+        .client
+        .post("/generate")
+        .json(&json!({ "query": question }))
+        .send()
+        .await
+        .context("generate request failed")?;
+    if response.status() != reqwest::StatusCode::OK {
+        let status = response.status();
+        bail!("generate answered {status}: {}", response.text().await?);
     }
-
-    /// Asks `question` and returns its event stream (the response must be 200).
-    async fn ask(&self, question: &str) -> anyhow::Result<EventReader> {
-        let response = self
-            .client
-            .post(format!("http://{}/api/v1/generate", self.addr))
-            .bearer_auth(&self.secret)
-            .json(&json!({ "query": question }))
-            .send()
-            .await
-            .context("generate request failed")?;
-        if response.status() != reqwest::StatusCode::OK {
-            let status = response.status();
-            bail!("generate answered {status}: {}", response.text().await?);
-        }
-        Ok(EventReader::new(response))
-    }
-
-    /// Revokes the bench's key and stops the server (releasing the data directory).
-    async fn stop(self) -> anyhow::Result<()> {
-        self.store.revoke_key(self.key, chrono::Utc::now()).await?;
-        drop(self.store);
-        drop(self.client);
-        let _ = self.shutdown.send(());
-        tokio::time::timeout(Duration::from_secs(60), self.task)
-            .await
-            .context("the server did not stop within 60 s")??
-    }
+    Ok(EventReader::new(response))
 }
 
 /// Part 1: from sending each question to the fake model receiving the streaming chat
@@ -450,13 +395,13 @@ async fn retrieval_overhead(
 ) -> anyhow::Result<Timing> {
     fake.set_script(Script::SHORT);
     for question in questions.iter().take(WARM_UP) {
-        server.ask(question).await?.answer().await?.done()?;
+        ask(server, question).await?.answer().await?.done()?;
     }
     fake.drain_arrivals();
     let mut timing = Timing::default();
     for question in questions {
         let sent = Instant::now();
-        server.ask(question).await?.answer().await?.done()?;
+        ask(server, question).await?.answer().await?.done()?;
         // The request reached the model before the answer could end.
         match fake.arrivals.try_recv() {
             Ok(arrived) => timing.times.push(arrived.saturating_duration_since(sent)),
@@ -482,7 +427,7 @@ async fn added_latency(
     });
     let mut timing = Timing::default();
     for question in questions.iter().cycle().take(answers) {
-        let answer = server.ask(question).await?.answer().await?;
+        let answer = ask(server, question).await?.answer().await?;
         answer.done()?;
         for (text, received) in &answer.deltas {
             match fake.take_sent(text) {
@@ -537,7 +482,7 @@ async fn extractive_claims(
         let retrievable = passages.iter().any(|id| claim.relevant.contains(id));
         report.retrievable += usize::from(retrievable);
         let sent = Instant::now();
-        let answer = server.ask(&claim.text).await?.answer().await?;
+        let answer = ask(server, &claim.text).await?.answer().await?;
         report.times.push(sent.elapsed());
         let Ok(done) = answer.done() else {
             report.errors += 1;

@@ -1,14 +1,16 @@
 //! The product's server started in-process for the benches that measure it as a client does
-//! (`quire bench ingest`, `quire bench queries`): `build` and `App::serve` on 127.0.0.1:0 with
-//! their background workers, a key without a rate limit, and an HTTP client of the API.
+//! (`quire bench ingest`, `quire bench queries`, `quire bench generate`): `App::serve` on
+//! 127.0.0.1:0 with its background workers, a key without a rate limit, and an HTTP client of
+//! the API.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use quire_app::Services;
 use quire_app::keys::{KeySpec, issue_key};
-use quire_core::{DocumentId, DocumentStatus, Permission, SourceScope, SystemClock};
-use quire_server::Config;
+use quire_core::{DocumentId, DocumentStatus, KeyId, Permission, SourceScope, SystemClock};
+use quire_server::{App, Config};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -18,7 +20,7 @@ use crate::bench_ingest::InputFile;
 use crate::progress::Progress;
 
 /// Requests per minute of the bench's key: the benches measure the server, not the rate limit.
-const UNLIMITED: u32 = 1_000_000;
+pub(crate) const UNLIMITED: u32 = 1_000_000;
 
 /// How often [`wait_until_finished`] asks the store how many documents are finished.
 const POLL_EVERY: Duration = Duration::from_millis(100);
@@ -27,33 +29,38 @@ const POLL_EVERY: Duration = Duration::from_millis(100);
 pub(crate) struct BenchServer {
     /// The server's use cases, for what a bench reads beside the API (counts, the embedder).
     pub(crate) state: Services,
+    /// Where it listens.
+    pub(crate) addr: SocketAddr,
     /// The API client.
     pub(crate) client: Client,
+    key: KeyId,
     shutdown: oneshot::Sender<()>,
     server: JoinHandle<anyhow::Result<()>>,
 }
 
 impl BenchServer {
-    /// Builds the server of `config` and serves it on a free loopback port; the client's key
-    /// is named `key_name`.
+    /// Builds the server of `config` and serves it on a free loopback port; the client holds
+    /// a read-write key named `key_name`.
     pub(crate) async fn start(config: &Config, key_name: &str) -> anyhow::Result<Self> {
         let app = quire_server::build(config, std::sync::Arc::new(SystemClock)).await?;
+        let key = KeySpec {
+            name: key_name.to_owned(),
+            permission: Permission::ReadWrite,
+            scope: SourceScope::All,
+            rate_limit: Some(UNLIMITED),
+        };
+        Self::serve(app, key).await
+    }
+
+    /// Serves `app` on a free loopback port, with a client holding a new key of `key`.
+    pub(crate) async fn serve(app: App, key: KeySpec) -> anyhow::Result<Self> {
         let state = app.services().clone();
-        let (_, secret) = issue_key(
-            &*state.store,
-            &*state.clock,
-            KeySpec {
-                name: key_name.to_owned(),
-                permission: Permission::ReadWrite,
-                scope: SourceScope::All,
-                rate_limit: Some(UNLIMITED),
-            },
-        )
-        .await?;
+        let (record, secret) = issue_key(&*state.store, &*state.clock, key).await?;
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .context("could not listen on 127.0.0.1")?;
-        let base = format!("http://{}/api/v1", listener.local_addr()?);
+        let addr = listener.local_addr()?;
+        let base = format!("http://{addr}/api/v1");
         let (shutdown, stopped) = oneshot::channel::<()>();
         let server = tokio::spawn(app.serve(listener, async {
             let _ = stopped.await;
@@ -65,14 +72,21 @@ impl BenchServer {
         };
         Ok(Self {
             state,
+            addr,
             client,
+            key: record.id,
             shutdown,
             server,
         })
     }
 
-    /// Stops the server and waits (at most a minute) until it has.
+    /// Revokes the bench's key (a kept data directory must not keep a working key), stops the
+    /// server and waits (at most a minute) until it has.
     pub(crate) async fn stop(self) -> anyhow::Result<()> {
+        self.state
+            .store
+            .revoke_key(self.key, chrono::Utc::now())
+            .await?;
         drop(self.state);
         let _ = self.shutdown.send(());
         tokio::time::timeout(Duration::from_secs(60), self.server)
@@ -124,12 +138,22 @@ pub(crate) struct Client {
 }
 
 impl Client {
+    /// The bench key's secret, for requests made without this client.
+    pub(crate) fn secret(&self) -> &str {
+        &self.secret
+    }
+
+    /// A `POST` of the API's `path` (such as `/search`) with the bench's key.
+    pub(crate) fn post(&self, path: &str) -> reqwest::RequestBuilder {
+        self.http
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(&self.secret)
+    }
+
     /// Creates a source and returns its id.
     pub(crate) async fn create_source(&self, name: &str) -> anyhow::Result<String> {
         let response = self
-            .http
-            .post(format!("{}/sources", self.base))
-            .bearer_auth(&self.secret)
+            .post("/sources")
             .json(&json!({ "name": name, "description": "quire bench" }))
             .send()
             .await?;
@@ -154,12 +178,7 @@ impl Client {
             );
         }
         let response = self
-            .http
-            .post(format!(
-                "{}/sources/{source}/documents/upload-bulk",
-                self.base
-            ))
-            .bearer_auth(&self.secret)
+            .post(&format!("/sources/{source}/documents/upload-bulk"))
             .multipart(form)
             .send()
             .await?;
@@ -183,9 +202,7 @@ impl Client {
     /// number of results.
     pub(crate) async fn search(&self, query: &str, limit: usize) -> anyhow::Result<usize> {
         let response = self
-            .http
-            .post(format!("{}/search", self.base))
-            .bearer_auth(&self.secret)
+            .post("/search")
             .json(&json!({ "query": query, "limit": limit }))
             .send()
             .await?;

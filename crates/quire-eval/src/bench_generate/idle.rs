@@ -10,9 +10,10 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use super::ANSWER_TIMEOUT;
 use super::events::find;
 use super::fake_model::{FakeModel, Script};
-use super::{ANSWER_TIMEOUT, BenchServer};
+use crate::bench_server::BenchServer;
 
 /// `EMFILE`, "too many open files", on Linux and macOS.
 const EMFILE: i32 = 24;
@@ -42,7 +43,7 @@ pub(super) async fn idle_streams(
         pieces: 1,
         gated: true,
     });
-    let holder = server.ask(question).await?;
+    let holder = super::ask(server, question).await?;
     tokio::time::timeout(ANSWER_TIMEOUT, fake.arrivals.recv())
         .await
         .context("the first answer never reached the model")?;
@@ -94,7 +95,7 @@ fn raw_generate_request(server: &BenchServer, question: &str) -> Vec<u8> {
          Content-Type: application/json\r\nAccept: text/event-stream\r\n\
          Content-Length: {}\r\n\r\n{body}",
         server.addr,
-        server.secret,
+        server.client.secret(),
         body.len()
     )
     .into_bytes()
