@@ -87,6 +87,7 @@ conformance! {
         a_claimed_delivery_comes_back_when_its_claim_runs_out,
         jobs_are_claimed_once_across_handles,
         a_queued_job_wakes_waiting_workers,
+        deleting_while_workers_finish_never_fails,
     ],
 }
 
@@ -1053,6 +1054,57 @@ async fn jobs_are_claimed_once_across_handles(db: &TestDb) {
     assert_eq!(all, docs, "every job claimed exactly once");
     first.close().await;
     second.close().await;
+}
+
+/// A document deleted (on one node) while its worker finishes or fails it (on another) is
+/// deleted, and the worker learns it is gone: neither side gets an error. On PostgreSQL the two
+/// lock the document's row and its job's row; taken in opposite orders they deadlocked, and
+/// the server aborted one of them.
+async fn deleting_while_workers_finish_never_fails(db: &TestDb) {
+    let api = db.open().await;
+    let worker = db.open().await;
+    let s = source(&*api, "S").await;
+    let mut docs = Vec::new();
+    for i in 0..24 {
+        docs.push(document(&*api, s, &format!("{i}.txt")).await);
+    }
+    let mut jobs = Vec::new();
+    while let Some(job) = worker
+        .claim_job("w", t0(), t0() + Duration::minutes(5))
+        .await
+        .unwrap()
+    {
+        jobs.push(job);
+    }
+    assert_eq!(jobs.len(), docs.len());
+    let races = jobs.iter().enumerate().map(|(i, job)| {
+        let (api, worker) = (&api, &worker);
+        async move {
+            let end = async {
+                if i % 2 == 0 {
+                    worker.finish_document(job, chunks(200), t0()).await
+                } else {
+                    worker.fail_document(job, "unreadable", t0()).await
+                }
+            };
+            let delete = api.delete_document(&SourceScope::All, s, job.document_id);
+            let (ended, deleted) = tokio::join!(end, delete);
+            let ended = ended.unwrap_or_else(|e| panic!("ending job {i}: {e}"));
+            assert!(
+                matches!(ended, FinishOutcome::Stored | FinishOutcome::DocumentGone),
+                "job {i}: {ended:?}"
+            );
+            let deleted = deleted.unwrap_or_else(|e| panic!("deleting document {i}: {e}"));
+            assert!(deleted.is_some(), "document {i} was not deleted");
+        }
+    });
+    join_all(races).await;
+    for id in docs {
+        assert!(api.find_document(id).await.unwrap().is_none());
+        assert!(api.document_chunks(id).await.unwrap().is_empty());
+    }
+    api.close().await;
+    worker.close().await;
 }
 
 async fn a_queued_job_wakes_waiting_workers(db: &TestDb) {

@@ -137,14 +137,23 @@ pub(super) async fn delete(
     if !scope.allows(source) {
         return Ok(None);
     }
+    let mut tx = pool.begin().await?;
+    // Workers lock a job's row before its document's (claim, finish, fail, hold); the cascade
+    // below would lock them the other way round and deadlock with a worker ending this very
+    // document. Taking the job's row first keeps one order: the deletion waits for the worker.
+    sqlx::query("SELECT 1 FROM jobs WHERE document_id = $1 FOR UPDATE")
+        .bind(id.0)
+        .fetch_optional(&mut *tx)
+        .await?;
     // Chunks, the job and any review go with it through ON DELETE CASCADE.
     let row = sqlx::query(&format!(
         "DELETE FROM documents d WHERE d.id = $1 AND d.source_id = $2 RETURNING {DOCUMENT_COLUMNS}"
     ))
     .bind(id.0)
     .bind(source.0)
-    .fetch_optional(pool)
+    .fetch_optional(&mut *tx)
     .await?;
+    tx.commit().await?;
     row.as_ref().map(codec::document_from_row).transpose()
 }
 

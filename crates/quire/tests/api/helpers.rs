@@ -26,6 +26,16 @@ pub fn start_time() -> DateTime<Utc> {
         .with_timezone(&Utc)
 }
 
+/// Sends the in-process servers' warnings and errors to the test's captured output, so a
+/// failing test shows why its server answered as it did (a 500's cause is only logged).
+fn log_warnings_to_the_test() {
+    // The first test to start a server installs it; later calls find it there.
+    let _ = tracing_subscriber::fmt()
+        .with_test_writer()
+        .with_env_filter(tracing_subscriber::EnvFilter::new("warn"))
+        .try_init();
+}
+
 pub struct TestServer {
     pub addr: SocketAddr,
     pub client: reqwest::Client,
@@ -147,6 +157,7 @@ impl TestServer {
         clock: Arc<ManualClock>,
         adjust: impl FnOnce(&mut Config),
     ) -> Self {
+        log_warnings_to_the_test();
         let mut config = test_config(data_dir.path());
         adjust(&mut config);
         let mut app = quire::build(&config, clock.clone()).await.unwrap();
