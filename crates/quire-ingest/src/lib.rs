@@ -4,6 +4,7 @@
 mod chunker;
 mod context;
 mod finish;
+mod follow;
 mod isolation;
 mod originals;
 pub mod pii;
@@ -20,6 +21,7 @@ pub use chunker::{
 };
 pub use context::document_title;
 pub use finish::Finishing;
+pub use follow::{FEED_POSITION, FOLLOW_INTERVAL, FeedFollower};
 pub use isolation::{
     Isolation, ParseJob, WorkerCommand, WorkerEnd, WorkerError, WorkerRun, run_parse_worker,
     run_worker,

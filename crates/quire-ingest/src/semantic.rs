@@ -175,11 +175,15 @@ impl Semantic {
                 else {
                     continue;
                 };
-                let title = crate::document_title(&named.name);
-                let entries = self
-                    .embed_chunks(&title, &chunks)
-                    .await
-                    .map_err(|e| IngestError::Embedding(e.to_string()))?;
+                // On a shared store, the node that embedded it may have stored the vectors.
+                let stored = store.document_vectors(document).await?;
+                let entries = match crate::follow::stored_entries(self, stored, &chunks) {
+                    Some(entries) => entries,
+                    None => self
+                        .embed_chunks(&crate::document_title(&named.name), &chunks)
+                        .await
+                        .map_err(|e| IngestError::Embedding(e.to_string()))?,
+                };
                 let vectors = Arc::clone(&self.vectors);
                 blocking(move || vectors.replace_document(document, source, &entries)).await??;
                 if store.document_chunks(document).await?.is_empty() {

@@ -14,8 +14,8 @@ use quire_core::{
 use quire_files::{FilesError, OriginalStore};
 use quire_search::{IndexedChunk, KeywordIndex, SearchError, VectorError};
 use quire_store::{
-    ClaimedJob, Created, FinishOutcome, ProcessedDocument, ProcessingStage, ReviewDecision, Store,
-    StoreError,
+    ChunkVectors, ClaimedJob, Created, FinishOutcome, ProcessedDocument, ProcessingStage,
+    ReviewDecision, Store, StoreError,
 };
 use tempfile::TempPath;
 use tokio::sync::Notify;
@@ -23,6 +23,7 @@ use tracing::Instrument;
 
 use crate::chunker::{ChunkingParams, TokenCounting, WHOLE_SECTIONS, cut_to_window};
 use crate::finish::{Finish, Finishing, Indexes};
+use crate::follow::FeedFollower;
 use crate::isolation::{Isolation, PagesRead, ParseJob, parse_isolated};
 use crate::originals::{StageError, StagedFile, StagedUpload, Staging};
 use crate::pipeline::{OutputLimits, Processed, ProcessingError};
@@ -206,6 +207,17 @@ impl Ingest {
     /// The personal-data screening, when it is on.
     pub fn review(&self) -> Option<&Review> {
         self.review.as_ref()
+    }
+
+    /// A follower that keeps this node's keyword index and vector replica in step with a
+    /// shared store's index feed, resuming from the position kept in `position_file`.
+    pub fn feed_follower(&self, position_file: PathBuf) -> Result<FeedFollower, IngestError> {
+        FeedFollower::open(
+            Arc::clone(&self.store),
+            Arc::clone(&self.index),
+            self.semantic.clone(),
+            position_file,
+        )
     }
 
     /// Semantic search's embedder and vector index, when a model is configured.
@@ -670,6 +682,7 @@ impl Ingest {
         };
         let (doc, source) = (job.document_id, job.source_id);
         let title = crate::document_title(&job.document_name);
+        let mut shared_vectors = None;
         if let Some(semantic) = &self.semantic {
             let total = processed.chunks.len();
             progress
@@ -695,6 +708,13 @@ impl Ingest {
                 progress.advance(count(vectors.len())).await;
             }
             progress.stage(ProcessingStage::Indexing, None).await;
+            if self.store.is_shared() {
+                // The other nodes copy these into their replicas instead of embedding again.
+                shared_vectors = Some(ChunkVectors {
+                    model: semantic.embedder().model_id().to_owned(),
+                    vectors: vectors.iter().map(|(_, v)| v.clone()).collect(),
+                });
+            }
             let index = Arc::clone(semantic.vectors());
             blocking(move || index.replace_document(doc, source, &vectors)).await??;
         }
@@ -721,6 +741,7 @@ impl Ingest {
             document: ProcessedDocument {
                 chunks: processed.chunks,
                 page_count: processed.page_count,
+                vectors: shared_vectors,
             },
             progress,
             committed,

@@ -301,6 +301,23 @@ impl App {
             }
             None => None,
         };
+        // On a shared store, documents other nodes make ready (or delete) reach this node's
+        // indexes through the store's index feed.
+        let follower = if self.state.store.is_shared() {
+            let position_file = self.config.data_dir.join("index").join("feed-position");
+            let follower = self
+                .state
+                .ingest
+                .feed_follower(position_file)
+                .context("could not open this node's place in the index feed")?;
+            tracing::info!(
+                position = follower.position(),
+                "following the shared store's index feed"
+            );
+            Some(tokio::spawn(Arc::new(follower).follow()))
+        } else {
+            None
+        };
         let workers = self.config.workers.clone();
         let runner = (workers.count > 0).then(|| {
             JobRunner::start(
@@ -353,6 +370,9 @@ impl App {
         }
         if let Some(backfill) = backfill {
             backfill.abort();
+        }
+        if let Some(follower) = follower {
+            follower.abort();
         }
         // The dispatcher stops claiming and waits for the deliveries in flight (at most the
         // delivery timeout, then 5 s for logging) while the workers finish their jobs; events

@@ -165,6 +165,10 @@ fn describe() {
         quire_ingest::QUERIES_PER_EMBEDDING_CALL,
         "Search queries embedded in one call to the embedder (concurrent searches share calls)"
     );
+    describe_gauge!(
+        quire_ingest::FEED_POSITION,
+        "Cluster mode: the index-feed position this node's indexes have applied"
+    );
     describe_counter!(
         "quire_webhook_deliveries_total",
         "Webhook delivery attempts, by outcome (success, rejected, unreachable)"

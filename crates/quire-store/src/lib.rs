@@ -21,11 +21,11 @@ pub use sqlite::SqliteStore;
 /// The database driver's error, which [`StoreError::Database`] carries.
 pub use sqlx::Error as SqlxError;
 pub use types::{
-    AdminSession, AuditEntry, ClaimedJob, ConversationRecord, Created, DecidedReview,
-    DeliveryAttempt, DocumentHit, DocumentProgress, FinishOutcome, HeldDocument, MessageRecord,
-    NewDeliveryAttempt, NewMessage, NewWebhook, PendingDelivery, PoolStats, ProcessedDocument,
-    ProcessingStage, RateBucket, RateWindow, ReviewDecision, ReviewRecord, StoredChunk,
-    WebhookRecord,
+    AdminSession, AuditEntry, ChunkVectors, ClaimedJob, ConversationRecord, Created, DecidedReview,
+    DeliveryAttempt, DocumentHit, DocumentProgress, FinishOutcome, HeldDocument, IndexChange,
+    IndexChangeKind, MessageRecord, NewDeliveryAttempt, NewMessage, NewWebhook, PendingDelivery,
+    PoolStats, ProcessedDocument, ProcessingStage, RateBucket, RateWindow, ReviewDecision,
+    ReviewRecord, StoredChunk, WebhookRecord,
 };
 
 use async_trait::async_trait;
@@ -359,6 +359,24 @@ pub trait Store: Send + Sync + 'static {
     async fn document_progress(&self, id: DocumentId) -> StoreResult<Option<DocumentProgress>>;
     /// How the connection pool is used right now.
     fn pool_stats(&self) -> PoolStats;
+
+    // --- cluster mode: the indexes every node keeps in step ---
+
+    /// Whether other nodes may share this store (PostgreSQL). Each node then keeps its own
+    /// keyword index and vector replica in step by following [`Store::index_changes`]. False
+    /// for a store one process owns (SQLite), whose indexes only that process writes.
+    fn is_shared(&self) -> bool {
+        false
+    }
+    /// Up to `limit` changes to what the indexes hold after position `after`, oldest first:
+    /// a document became ready ([`Store::finish_document`]) or went
+    /// ([`Store::delete_document`]). Positions grow in commit order, so a follower that has
+    /// applied everything up to N only ever needs what comes after N. Empty when the store is
+    /// not shared.
+    async fn index_changes(&self, after: u64, limit: usize) -> StoreResult<Vec<IndexChange>>;
+    /// The chunk vectors stored with a ready document by the node that embedded it, if any
+    /// (only a shared store keeps them).
+    async fn document_vectors(&self, id: DocumentId) -> StoreResult<Option<ChunkVectors>>;
 
     // --- lifecycle ---
 

@@ -52,6 +52,61 @@ pub struct ProcessedDocument {
     pub chunks: Vec<ChunkDraft>,
     /// Number of pages.
     pub page_count: u32,
+    /// The chunks' vectors, when semantic search embedded them: a shared store keeps them so
+    /// the other nodes copy rather than recompute them; a store only one node uses does not.
+    pub vectors: Option<ChunkVectors>,
+}
+
+/// The vectors of a document's chunks, one per chunk in ordinal order, and the model that
+/// computed them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChunkVectors {
+    /// The model, as the vector index names it (name and dimensions).
+    pub model: String,
+    /// One vector per chunk.
+    pub vectors: Vec<Vec<f32>>,
+}
+
+/// One change to what the search indexes hold, at its place in the shared store's feed: what
+/// every node of a cluster applies to its own keyword index and vector replica, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexChange {
+    /// Position in the feed; positions grow in commit order.
+    pub position: u64,
+    /// The document concerned.
+    pub document_id: DocumentId,
+    /// Its source.
+    pub source_id: SourceId,
+    /// What happened to it.
+    pub kind: IndexChangeKind,
+}
+
+/// What an [`IndexChange`] says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexChangeKind {
+    /// The document became ready: index its stored chunks (and vectors).
+    Ready,
+    /// The document is gone: remove its entries.
+    Removed,
+}
+
+impl IndexChangeKind {
+    /// The name stored in the feed.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ready => "ready",
+            Self::Removed => "removed",
+        }
+    }
+
+    /// The kind a stored name stands for.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "ready" => Some(Self::Ready),
+            "removed" => Some(Self::Removed),
+            _ => None,
+        }
+    }
 }
 
 /// How finishing a job went.

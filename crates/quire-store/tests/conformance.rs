@@ -12,8 +12,8 @@ use quire_core::{
     SourceType,
 };
 use quire_store::{
-    Created, FinishOutcome, NewMessage, ProcessedDocument, RateBucket, RateWindow, Store,
-    StoreError,
+    ChunkVectors, Created, FinishOutcome, IndexChange, IndexChangeKind, NewMessage,
+    ProcessedDocument, RateBucket, RateWindow, Store, StoreError,
 };
 
 // In a folder of their own so cargo does not take them for other test binaries.
@@ -77,6 +77,7 @@ conformance! {
         dashboard_counts,
         progress_is_shown_only_while_processing,
         pool_stats_are_consistent,
+        the_index_feed_lists_what_became_ready_or_went,
     ],
     // Stories that open several handles on one database: other processes, other nodes, or
     // the same one after a restart.
@@ -88,6 +89,7 @@ conformance! {
         jobs_are_claimed_once_across_handles,
         a_queued_job_wakes_waiting_workers,
         deleting_while_workers_finish_never_fails,
+        concurrent_changes_take_consecutive_feed_positions,
     ],
 }
 
@@ -141,6 +143,7 @@ fn chunks(n: u32) -> ProcessedDocument {
             })
             .collect(),
         page_count: 1,
+        vectors: None,
     }
 }
 
@@ -1105,6 +1108,126 @@ async fn deleting_while_workers_finish_never_fails(db: &TestDb) {
     }
     api.close().await;
     worker.close().await;
+}
+
+/// A shared store lists, in commit order, each document that became ready (with the vectors
+/// its worker stored) and each that was deleted; a store one process owns has no feed.
+async fn the_index_feed_lists_what_became_ready_or_went(store: &dyn Store) {
+    let s = source(store, "S").await;
+    let (a, b) = (
+        document(store, s, "a.txt").await,
+        document(store, s, "b.txt").await,
+    );
+    let vectors = ChunkVectors {
+        model: "test-model".into(),
+        vectors: vec![vec![0.25, -1.5, 3.0e-7], vec![f32::MAX, 0.0, -0.0]],
+    };
+    for _ in 0..2 {
+        let job = store
+            .claim_job("w", t0(), t0() + Duration::minutes(5))
+            .await
+            .unwrap()
+            .unwrap();
+        let mut processed = chunks(2);
+        processed.vectors = Some(vectors.clone());
+        let outcome = store.finish_document(&job, processed, t0()).await.unwrap();
+        assert_eq!(outcome, FinishOutcome::Stored);
+    }
+    store
+        .delete_document(&SourceScope::All, s, a)
+        .await
+        .unwrap()
+        .unwrap();
+    let changes = store.index_changes(0, 100).await.unwrap();
+    if !store.is_shared() {
+        assert!(changes.is_empty(), "{changes:?}");
+        assert_eq!(store.document_vectors(b).await.unwrap(), None);
+        return;
+    }
+    let change = |position, document_id, kind| IndexChange {
+        position,
+        document_id,
+        source_id: s,
+        kind,
+    };
+    assert_eq!(
+        changes,
+        [
+            change(1, a, IndexChangeKind::Ready),
+            change(2, b, IndexChangeKind::Ready),
+            change(3, a, IndexChangeKind::Removed),
+        ]
+    );
+    assert_eq!(store.index_changes(2, 100).await.unwrap(), &changes[2..]);
+    assert_eq!(store.index_changes(0, 1).await.unwrap(), &changes[..1]);
+    assert!(store.index_changes(3, 100).await.unwrap().is_empty());
+    // The vectors come back bit for bit, and go with their document.
+    assert_eq!(store.document_vectors(b).await.unwrap(), Some(vectors));
+    assert_eq!(store.document_vectors(a).await.unwrap(), None);
+    // Deleting what does not exist changes nothing.
+    assert!(
+        store
+            .delete_document(&SourceScope::All, s, a)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(store.index_changes(0, 100).await.unwrap(), changes);
+}
+
+/// Many nodes finishing and deleting at once get consecutive feed positions, each change once:
+/// a follower that has read up to a position never finds a change below it appear later.
+async fn concurrent_changes_take_consecutive_feed_positions(db: &TestDb) {
+    let nodes = [db.open().await, db.open().await, db.open().await];
+    let s = source(&*nodes[0], "S").await;
+    let mut docs = Vec::new();
+    for i in 0..30 {
+        docs.push(document(&*nodes[0], s, &format!("{i}.txt")).await);
+    }
+    let work = nodes.iter().enumerate().map(|(n, store)| async move {
+        let worker = format!("node{n}");
+        while let Some(job) = store
+            .claim_job(&worker, t0(), t0() + Duration::minutes(5))
+            .await
+            .unwrap()
+        {
+            let outcome = store.finish_document(&job, chunks(3), t0()).await.unwrap();
+            assert_eq!(outcome, FinishOutcome::Stored);
+            if job.document_id.as_uuid().as_bytes()[0] % 2 == 0 {
+                store
+                    .delete_document(&SourceScope::All, s, job.document_id)
+                    .await
+                    .unwrap()
+                    .unwrap();
+            }
+        }
+    });
+    join_all(work).await;
+    let changes = nodes[1].index_changes(0, 1_000).await.unwrap();
+    if !nodes[1].is_shared() {
+        assert!(changes.is_empty());
+    } else {
+        let positions: Vec<u64> = changes.iter().map(|c| c.position).collect();
+        let expected: Vec<u64> = (1..=changes.len() as u64).collect();
+        assert_eq!(positions, expected, "positions are consecutive");
+        for id in &docs {
+            let kinds: Vec<IndexChangeKind> = changes
+                .iter()
+                .filter(|c| c.document_id == *id)
+                .map(|c| c.kind)
+                .collect();
+            let deleted = id.as_uuid().as_bytes()[0] % 2 == 0;
+            let wanted = if deleted {
+                vec![IndexChangeKind::Ready, IndexChangeKind::Removed]
+            } else {
+                vec![IndexChangeKind::Ready]
+            };
+            assert_eq!(kinds, wanted, "document {id}");
+        }
+    }
+    for store in nodes {
+        store.close().await;
+    }
 }
 
 async fn a_queued_job_wakes_waiting_workers(db: &TestDb) {

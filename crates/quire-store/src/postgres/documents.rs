@@ -8,8 +8,8 @@ use sqlx::{PgPool, Row};
 use uuid::Uuid;
 
 use super::codec::{self, DOCUMENT_COLUMNS};
-use super::wakeups;
-use crate::{Created, DocumentHit, StoreResult};
+use super::{feed, wakeups};
+use crate::{Created, DocumentHit, IndexChangeKind, StoreResult};
 
 pub(super) async fn create(pool: &PgPool, doc: NewDocument) -> StoreResult<Created> {
     // The partial unique index on (source_id, sha256) decides between two nodes storing the
@@ -153,8 +153,15 @@ pub(super) async fn delete(
     .bind(source.0)
     .fetch_optional(&mut *tx)
     .await?;
+    let Some(row) = row else {
+        tx.rollback().await?;
+        return Ok(None);
+    };
+    let document = codec::document_from_row(&row)?;
+    // Every node removes the document's entries from its own indexes.
+    feed::append(&mut tx, id, source, IndexChangeKind::Removed).await?;
     tx.commit().await?;
-    row.as_ref().map(codec::document_from_row).transpose()
+    Ok(Some(document))
 }
 
 pub(super) async fn ready(

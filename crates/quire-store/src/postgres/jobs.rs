@@ -4,14 +4,14 @@
 //! `FOR UPDATE SKIP LOCKED`: each takes a different row without waiting for the others.
 
 use chrono::{DateTime, Utc};
-use quire_core::{DocumentStatus, WebhookEvent};
+use quire_core::{DocumentStatus, SourceId, WebhookEvent};
 use serde_json::Map;
 use sqlx::{PgConnection, PgPool, Row};
 use uuid::Uuid;
 
 use super::wakeups::notify_runnable;
-use super::{codec, webhooks};
-use crate::{ClaimedJob, FinishOutcome, ProcessedDocument, StoreResult};
+use super::{codec, feed, webhooks};
+use crate::{ClaimedJob, FinishOutcome, IndexChangeKind, ProcessedDocument, StoreResult};
 
 /// Chunk rows per `INSERT`: a document of the largest allowed size is sent in a few dozen
 /// statements of bounded size rather than one message holding all of its text.
@@ -147,12 +147,29 @@ pub(super) async fn finish(
         .execute(&mut *tx)
         .await?;
     }
+    match &processed.vectors {
+        Some(vectors) => feed::store_vectors(&mut tx, job.document_id, vectors).await?,
+        // Vectors of an earlier attempt (with a model since removed) must not outlive it.
+        None => {
+            sqlx::query("DELETE FROM document_vectors WHERE document_id = $1")
+                .bind(doc)
+                .execute(&mut *tx)
+                .await?;
+        }
+    }
     webhooks::enqueue(
         &mut tx,
         job.document_id,
         WebhookEvent::DocumentReady,
         Map::new(),
         now,
+    )
+    .await?;
+    feed::append(
+        &mut tx,
+        job.document_id,
+        SourceId(source),
+        IndexChangeKind::Ready,
     )
     .await?;
     tx.commit().await?;

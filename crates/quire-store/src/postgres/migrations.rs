@@ -14,6 +14,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (3, include_str!("schema_v3.sql")),
     (4, include_str!("schema_v4.sql")),
     (5, include_str!("schema_v5.sql")),
+    (6, include_str!("schema_v6.sql")),
 ];
 
 /// The advisory lock's key: any constant no other application on the database uses

@@ -8,6 +8,7 @@ mod chunks;
 mod codec;
 mod conversations;
 mod documents;
+mod feed;
 mod jobs;
 mod keys;
 mod migrations;
@@ -34,10 +35,10 @@ use sqlx::{Connection, PgConnection, PgPool};
 
 use crate::location::redact_password;
 use crate::{
-    AdminSession, AuditEntry, ClaimedJob, ConversationRecord, Created, DecidedReview,
-    DeliveryAttempt, DocumentHit, FinishOutcome, HeldDocument, MessageRecord, NewDeliveryAttempt,
-    NewMessage, NewWebhook, PendingDelivery, ProcessedDocument, RateWindow, ReviewDecision,
-    ReviewRecord, Store, StoreError, StoreResult, StoredChunk, WebhookRecord,
+    AdminSession, AuditEntry, ChunkVectors, ClaimedJob, ConversationRecord, Created, DecidedReview,
+    DeliveryAttempt, DocumentHit, FinishOutcome, HeldDocument, IndexChange, MessageRecord,
+    NewDeliveryAttempt, NewMessage, NewWebhook, PendingDelivery, ProcessedDocument, RateWindow,
+    ReviewDecision, ReviewRecord, Store, StoreError, StoreResult, StoredChunk, WebhookRecord,
 };
 
 /// A [`Store`] in a PostgreSQL database (15 or newer).
@@ -434,6 +435,18 @@ impl Store for PgStore {
             idle: u32::try_from(self.pool.num_idle()).unwrap_or(u32::MAX),
             max: self.pool.options().get_max_connections(),
         }
+    }
+
+    fn is_shared(&self) -> bool {
+        true
+    }
+
+    async fn index_changes(&self, after: u64, limit: usize) -> StoreResult<Vec<IndexChange>> {
+        feed::changes(&self.pool, after, limit).await
+    }
+
+    async fn document_vectors(&self, id: DocumentId) -> StoreResult<Option<ChunkVectors>> {
+        feed::vectors(&self.pool, id).await
     }
 
     async fn close(&self) {

@@ -30,10 +30,10 @@ use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 use crate::{
-    AdminSession, AuditEntry, ClaimedJob, ConversationRecord, Created, DecidedReview,
-    DeliveryAttempt, DocumentHit, FinishOutcome, HeldDocument, MessageRecord, NewDeliveryAttempt,
-    NewMessage, NewWebhook, PendingDelivery, ProcessedDocument, RateWindow, ReviewDecision,
-    ReviewRecord, Store, StoreError, StoreResult, StoredChunk, WebhookRecord,
+    AdminSession, AuditEntry, ChunkVectors, ClaimedJob, ConversationRecord, Created, DecidedReview,
+    DeliveryAttempt, DocumentHit, FinishOutcome, HeldDocument, IndexChange, MessageRecord,
+    NewDeliveryAttempt, NewMessage, NewWebhook, PendingDelivery, ProcessedDocument, RateWindow,
+    ReviewDecision, ReviewRecord, Store, StoreError, StoreResult, StoredChunk, WebhookRecord,
 };
 
 /// A [`Store`] in one SQLite database file.
@@ -434,6 +434,16 @@ impl Store for SqliteStore {
             idle: u32::try_from(self.pool.num_idle()).unwrap_or(u32::MAX),
             max: self.pool.options().get_max_connections(),
         }
+    }
+
+    /// One process owns a SQLite store and writes its indexes itself: there is no feed.
+    async fn index_changes(&self, _after: u64, _limit: usize) -> StoreResult<Vec<IndexChange>> {
+        Ok(Vec::new())
+    }
+
+    /// The vectors live in the process's own vector index only.
+    async fn document_vectors(&self, _id: DocumentId) -> StoreResult<Option<ChunkVectors>> {
+        Ok(None)
     }
 
     async fn close(&self) {

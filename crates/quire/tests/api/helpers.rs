@@ -62,14 +62,23 @@ pub fn store_url_for(data_dir: &Path) -> Option<String> {
         Ok("postgres") => {}
         Ok(other) => panic!("{STORE_VARIABLE}={other:?}: expected sqlite or postgres"),
     }
+    let digest = sha2::Sha256::digest(data_dir.as_os_str().as_encoded_bytes());
+    Some(postgres_schema_url(&format!(
+        "quire_api_{}",
+        &hex::encode(digest)[..24]
+    )))
+}
+
+/// The URL of `schema` (made if missing) in the PostgreSQL server `QUIRE_TEST_POSTGRES_URL`
+/// names: a database of its own for one test's server, or for all nodes of one test cluster.
+pub fn postgres_schema_url(schema: &str) -> String {
     let server = std::env::var("QUIRE_TEST_POSTGRES_URL").unwrap_or_else(|_| {
         panic!(
-            "{STORE_VARIABLE}=postgres needs QUIRE_TEST_POSTGRES_URL: run `scripts/postgres start` \
-             and export the URL it prints (scripts/test does both)"
+            "QUIRE_TEST_POSTGRES_URL is not set: run `scripts/postgres start` and export the \
+             URL it prints (scripts/test does both)"
         )
     });
-    let digest = sha2::Sha256::digest(data_dir.as_os_str().as_encoded_bytes());
-    let schema = format!("quire_api_{}", &hex::encode(digest)[..24]);
+    let schema = schema.to_owned();
     let separator = if server.contains('?') { '&' } else { '?' };
     let url = format!("{server}{separator}options=-c%20search_path%3D{schema}");
     // Every configuration and CLI run of a server asks again: make each schema once.
@@ -78,7 +87,7 @@ pub fn store_url_for(data_dir: &Path) -> Option<String> {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     if made.contains(&schema) {
-        return Some(url);
+        return url;
     }
     // Test configurations are built outside async code too: make the schema on a thread of
     // its own with its own runtime.
@@ -101,7 +110,7 @@ pub fn store_url_for(data_dir: &Path) -> Option<String> {
     .join()
     .unwrap();
     made.push(schema);
-    Some(url)
+    url
 }
 
 /// The environment a `quire` command run on `data_dir` needs to open the same store as the

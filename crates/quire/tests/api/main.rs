@@ -9,6 +9,7 @@ mod bench_ingest;
 mod bench_queries;
 mod browser;
 mod cli;
+mod cluster;
 mod crash;
 mod documents;
 mod errors;

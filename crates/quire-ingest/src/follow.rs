@@ -1,0 +1,252 @@
+//! Cluster mode: every node keeps its own keyword index and vector replica in step with the
+//! shared store by applying its index feed ([`Store::index_changes`]) in order.
+//!
+//! Searches stay local (Tantivy's BM25 and the in-memory vector graph with its exact scan for
+//! narrow scopes), so a cluster answers with the embedded default's quality and latency; what a
+//! node needs from the others is only which documents became ready or went. A ready document's
+//! chunks are read from the store and its vectors copied from what the node that embedded it
+//! stored, so nothing is embedded twice. The node that processed a document indexed it already
+//! before making it ready; applying the change again replaces the entries with the same ones.
+//!
+//! The position reached is kept in a file next to the indexes and written only after the
+//! changes before it are committed, so a crash replays a little, never skips; a node with no
+//! file (a new node, or indexes thrown away) replays the feed from its start.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use quire_core::{DocumentId, DocumentStatus, SourceId};
+use quire_search::{IndexedChunk, KeywordIndex};
+use quire_store::{ChunkVectors, IndexChange, IndexChangeKind, Store};
+
+use crate::semantic::Semantic;
+use crate::service::{IngestError, blocking};
+
+/// Changes read from the store at a time.
+const BATCH: usize = 256;
+
+/// How often an idle follower asks the store for new changes: well inside the second within
+/// which a document made ready through one node must be found through every node, and one
+/// indexed primary-key read per node each time.
+pub const FOLLOW_INTERVAL: Duration = Duration::from_millis(200);
+
+/// Applies a shared store's index feed to this node's indexes.
+pub struct FeedFollower {
+    store: Arc<dyn Store>,
+    keyword: Arc<KeywordIndex>,
+    semantic: Option<Arc<Semantic>>,
+    position_file: PathBuf,
+    position: AtomicU64,
+}
+
+impl std::fmt::Debug for FeedFollower {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FeedFollower")
+            .field("position_file", &self.position_file)
+            .field("position", &self.position())
+            .finish_non_exhaustive()
+    }
+}
+
+impl FeedFollower {
+    /// A follower for these indexes, resuming from the position recorded in `position_file`
+    /// (from the feed's start when there is none).
+    pub fn open(
+        store: Arc<dyn Store>,
+        keyword: Arc<KeywordIndex>,
+        semantic: Option<Arc<Semantic>>,
+        position_file: PathBuf,
+    ) -> Result<Self, IngestError> {
+        let position = read_position(&position_file)?;
+        Ok(Self {
+            store,
+            keyword,
+            semantic,
+            position_file,
+            position: AtomicU64::new(position),
+        })
+    }
+
+    /// The feed position applied so far.
+    pub fn position(&self) -> u64 {
+        self.position.load(Ordering::Relaxed)
+    }
+
+    /// Applies every change the feed holds now; returns how many were applied.
+    pub async fn catch_up(&self) -> Result<u64, IngestError> {
+        let mut applied = 0;
+        loop {
+            let changes = self.store.index_changes(self.position(), BATCH).await?;
+            let Some(last) = changes.last().map(|c| c.position) else {
+                return Ok(applied);
+            };
+            self.apply(&changes).await?;
+            write_position(&self.position_file, last)?;
+            self.position.store(last, Ordering::Relaxed);
+            applied += changes.len() as u64;
+            metrics::gauge!(FEED_POSITION).set(last as f64);
+        }
+    }
+
+    /// Follows the feed until the task is aborted: catches up, then asks again every
+    /// [`FOLLOW_INTERVAL`]. A failure (the database away) is logged and tried again.
+    pub async fn follow(self: Arc<Self>) {
+        let mut failing = false;
+        loop {
+            match self.catch_up().await {
+                Ok(applied) => {
+                    if applied > 0 {
+                        tracing::debug!(applied, position = self.position(), "index feed applied");
+                    }
+                    if failing {
+                        tracing::info!("following the index feed again");
+                        failing = false;
+                    }
+                }
+                Err(e) if !failing => {
+                    tracing::warn!(error = %e, "could not apply the index feed; trying again");
+                    failing = true;
+                }
+                Err(_) => {}
+            }
+            tokio::time::sleep(FOLLOW_INTERVAL).await;
+        }
+    }
+
+    /// Applies `changes` in order, then waits until the keyword index has committed them.
+    async fn apply(&self, changes: &[IndexChange]) -> Result<(), IngestError> {
+        let mut commits = Vec::with_capacity(changes.len());
+        for change in changes {
+            match change.kind {
+                IndexChangeKind::Ready => {
+                    if let Some(committed) = self.index_ready(change).await? {
+                        commits.push(committed);
+                    }
+                }
+                IndexChangeKind::Removed => {
+                    commits.push(self.keyword.submit_delete(change.document_id));
+                    if let Some(semantic) = &self.semantic {
+                        let vectors = Arc::clone(semantic.vectors());
+                        let id = change.document_id;
+                        blocking(move || vectors.delete_document(id)).await??;
+                    }
+                }
+            }
+        }
+        for committed in commits {
+            committed.wait().await?;
+        }
+        Ok(())
+    }
+
+    /// Indexes a document that became ready, from what the store holds now. A document that
+    /// is gone or no longer ready is left alone: the change that took it away comes later in
+    /// the feed.
+    async fn index_ready(
+        &self,
+        change: &IndexChange,
+    ) -> Result<Option<quire_search::Committed>, IngestError> {
+        let id = change.document_id;
+        let Some(document) = self.store.find_document(id).await? else {
+            return Ok(None);
+        };
+        if document.status != DocumentStatus::Ready {
+            return Ok(None);
+        }
+        let chunks = self.store.document_chunks(id).await?;
+        let title = crate::document_title(&document.name);
+        if let Some(semantic) = &self.semantic {
+            self.copy_vectors(semantic, id, change.source_id, &chunks)
+                .await?;
+        }
+        let indexed = chunks
+            .into_iter()
+            .map(|c| IndexedChunk {
+                title: title.clone(),
+                ordinal: c.ordinal,
+                page: c.page,
+                section: c.section,
+                content: c.content,
+            })
+            .collect();
+        Ok(Some(self.keyword.submit_replace(
+            id,
+            change.source_id,
+            indexed,
+        )))
+    }
+
+    /// Copies the vectors the embedding node stored into this node's replica. Vectors of
+    /// another model (or none) are left out; the backfill embeds those documents here.
+    async fn copy_vectors(
+        &self,
+        semantic: &Semantic,
+        id: DocumentId,
+        source: SourceId,
+        chunks: &[quire_core::ChunkDraft],
+    ) -> Result<(), IngestError> {
+        let stored = self.store.document_vectors(id).await?;
+        let Some(entries) = stored_entries(semantic, stored, chunks) else {
+            tracing::debug!(document = %id, "no usable stored vectors; the backfill embeds it");
+            return Ok(());
+        };
+        let vectors = Arc::clone(semantic.vectors());
+        blocking(move || vectors.replace_document(id, source, &entries)).await??;
+        Ok(())
+    }
+}
+
+/// The feed position a node has applied, as a gauge.
+pub const FEED_POSITION: &str = "quire_index_feed_position";
+
+/// Stored vectors keyed by the chunks' ordinals, when they were computed by `semantic`'s model
+/// with its width, one per chunk.
+pub(crate) fn stored_entries(
+    semantic: &Semantic,
+    stored: Option<ChunkVectors>,
+    chunks: &[quire_core::ChunkDraft],
+) -> Option<Vec<(u32, Vec<f32>)>> {
+    let stored = stored?;
+    let embedder = semantic.embedder();
+    let usable = stored.model == embedder.model_id()
+        && stored.vectors.len() == chunks.len()
+        && stored
+            .vectors
+            .iter()
+            .all(|v| v.len() == embedder.dimensions());
+    usable.then(|| {
+        chunks
+            .iter()
+            .map(|c| c.ordinal)
+            .zip(stored.vectors)
+            .collect()
+    })
+}
+
+fn read_position(path: &Path) -> Result<u64, IngestError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => text.trim().parse().map_err(|_| {
+            IngestError::Io(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "{} does not hold a feed position; delete it to rebuild this node's indexes \
+                     from the feed",
+                    path.display()
+                ),
+            ))
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Writes the position through a temporary file and a rename, so a crash leaves the old
+/// position or the new one, never a torn one.
+fn write_position(path: &Path, position: u64) -> Result<(), IngestError> {
+    let temporary = path.with_extension("tmp");
+    std::fs::write(&temporary, position.to_string())?;
+    std::fs::rename(&temporary, path)?;
+    Ok(())
+}
