@@ -4,6 +4,7 @@
 //!
 //! These run on PostgreSQL in both passes of the suite (a cluster needs a shared store).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use quire::Config;
@@ -11,8 +12,15 @@ use quire_core::{Permission, Secret, SourceScope};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+use reqwest::multipart::{Form, Part};
+
+use crate::crash::{
+    BROKEN_EVERY, DOCUMENTS, Server, documents, each_chunk_is_found_once, key_from_cli, marker,
+    one_final_event_per_document, unfinished, upload_bytes,
+};
 use crate::helpers::{TestServer, body, postgres_schema_url};
 use crate::semantic::model_dir;
+use crate::webhooks::Receiver;
 
 /// Longest a test waits for the other node to follow. The feed is polled every 200 ms, so this
 /// is slack for a loaded CI machine, not the expected delay (the test prints the one seen).
@@ -204,4 +212,224 @@ async fn a_node_that_joins_later_replays_the_feed() {
         replica_chunks(&late).await == 4
     })
     .await;
+}
+
+/// What a `quire serve` node of the process cluster gets: the shared database, originals in
+/// the S3 test server under a prefix of the test's own, short leases so the jobs of a killed
+/// node come back soon.
+fn process_node_env(url: &str, prefix: &str) -> Vec<(&'static str, String)> {
+    let s3 = |name: &str| {
+        std::env::var(name).unwrap_or_else(|_| {
+            panic!(
+                "{name} is not set: run `eval \"$(scripts/s3-server start)\"` (scripts/test does)"
+            )
+        })
+    };
+    vec![
+        ("QUIRE_STORE_URL", url.to_owned()),
+        (
+            "QUIRE_FILES_URL",
+            format!("s3://{}/{prefix}", s3("QUIRE_TEST_S3_BUCKET")),
+        ),
+        ("QUIRE_FILES_ENDPOINT", s3("QUIRE_TEST_S3_ENDPOINT")),
+        (
+            "QUIRE_FILES_ACCESS_KEY_ID",
+            s3("QUIRE_TEST_S3_ACCESS_KEY_ID"),
+        ),
+        (
+            "QUIRE_FILES_SECRET_ACCESS_KEY",
+            s3("QUIRE_TEST_S3_SECRET_ACCESS_KEY"),
+        ),
+        ("QUIRE_FILES_ALLOW_HTTP", "true".to_owned()),
+        ("QUIRE_WORKERS_LEASE_SECONDS", "3".to_owned()),
+    ]
+}
+
+/// Searches through `server` with `key` and returns the status and the answer.
+async fn search_through(
+    client: &reqwest::Client,
+    server: &Server,
+    key: &str,
+    query: &str,
+) -> (reqwest::StatusCode, Value) {
+    let response = client
+        .post(server.url("/api/v1/search"))
+        .bearer_auth(key)
+        .json(&json!({"query": query, "limit": 10}))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    (status, response.json().await.unwrap())
+}
+
+/// Three `quire serve` processes on one PostgreSQL database and one S3 bucket: uploads through
+/// the first, one node killed with SIGKILL while the nodes process them, searches through the
+/// others, the killed node restarted. Nothing is lost or stuck, nothing indexed twice, each
+/// document announced under one event id, a key's rate limit holds for the cluster as a whole,
+/// and answers come from any node.
+#[tokio::test]
+async fn three_processes_share_the_work_and_survive_a_killed_node() {
+    let unique = uuid::Uuid::new_v4().simple().to_string();
+    let url = postgres_schema_url(&format!("quire_cluster_{unique}"));
+    let env = || process_node_env(&url, &format!("cluster-{unique}"));
+    let dirs = [(); 3].map(|()| tempfile::tempdir().unwrap());
+    // Every node searches for every document: far more than the default rate limit.
+    let key = key_from_cli(dirs[0].path(), env(), &["--rate-limit", "100000"]).await;
+    let client = reqwest::Client::new();
+    let mut nodes = Vec::new();
+    for dir in &dirs {
+        nodes.push(Server::start_with(dir.path(), env()).await);
+    }
+    let (receiver, hook_url) = Receiver::start(Duration::ZERO).await;
+    let created: Value = client
+        .post(nodes[1].url("/api/v1/webhooks"))
+        .bearer_auth(&key)
+        .json(&json!({"url": hook_url, "events": ["document.ready", "document.failed"]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    *receiver.secret.lock().unwrap() = created["secret"].as_str().unwrap().to_owned();
+    let source: Value = client
+        .post(nodes[2].url("/api/v1/sources"))
+        .bearer_auth(&key)
+        .json(&json!({"name": "Cluster"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let source = source["id"].as_str().unwrap().to_owned();
+
+    let mut ids = BTreeMap::new();
+    let mut unfinished_at_kill = 0;
+    for i in 0..DOCUMENTS {
+        // The third node dies halfway through the uploads, while the nodes work on them.
+        if i == DOCUMENTS / 2 {
+            unfinished_at_kill = unfinished(&documents(&client, &nodes[1], &key, &source).await);
+            nodes.pop().unwrap().kill().await;
+        }
+        let (name, bytes) = upload_bytes(i);
+        let form = Form::new().part("file", Part::bytes(bytes).file_name(name));
+        let response = client
+            .post(nodes[0].url(&format!("/api/v1/sources/{source}/documents/upload")))
+            .bearer_auth(&key)
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), reqwest::StatusCode::ACCEPTED);
+        let doc: Value = response.json().await.unwrap();
+        ids.insert(doc["id"].as_str().unwrap().to_owned(), i);
+    }
+    eprintln!("documents unfinished when the third node was killed: {unfinished_at_kill}");
+    assert!(
+        unfinished_at_kill > 0,
+        "every document was finished before the kill: the test would prove nothing"
+    );
+
+    // Its jobs come back when their leases run out; the other two finish everything.
+    let started = Instant::now();
+    let docs = loop {
+        let docs = documents(&client, &nodes[1], &key, &source).await;
+        if unfinished(&docs) == 0 {
+            break docs;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "documents still unfinished: {docs}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let docs = docs.as_array().unwrap();
+    assert_eq!(docs.len(), DOCUMENTS, "no upload lost and none doubled");
+    for doc in docs {
+        let broken = ids[doc["id"].as_str().unwrap()].is_multiple_of(BROKEN_EVERY);
+        let wanted = if broken { "failed" } else { "ready" };
+        assert_eq!(doc["status"], wanted, "{doc}");
+    }
+
+    // The killed node comes back and catches up from the feed; every node finds each chunk
+    // exactly once.
+    nodes.push(Server::start_with(dirs[2].path(), env()).await);
+    let last = ids
+        .iter()
+        .rev()
+        .find(|(_, i)| !i.is_multiple_of(BROKEN_EVERY));
+    let (last_id, last_i) = last.unwrap();
+    let started = Instant::now();
+    while search_through(&client, &nodes[2], &key, &marker(*last_i))
+        .await
+        .1["results"][0]["document"]["id"]
+        != last_id.as_str()
+    {
+        assert!(
+            started.elapsed() < FOLLOW_BOUND,
+            "the restarted node never caught up"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for node in &nodes {
+        each_chunk_is_found_once(&client, node, &key, &ids).await;
+    }
+    one_final_event_per_document(&receiver, &ids).await;
+
+    // An answer through the restarted node cites the document that holds the answer.
+    let (id, i) = ids.iter().find(|(_, i)| **i == 3).unwrap();
+    let answer = client
+        .post(nodes[2].url("/api/v1/generate"))
+        .bearer_auth(&key)
+        .json(&json!({"query": format!("How often is the {} valve checked?", marker(*i))}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let stream = answer.text().await.unwrap();
+    assert!(stream.contains("event: done"), "{stream}");
+    assert!(
+        stream.contains(id.as_str()),
+        "the answer does not cite {id}: {stream}"
+    );
+
+    // A key allowed 10 searches a minute gets 10 from the cluster, not 10 per node. A minute
+    // boundary in the middle resets the window: then the count is taken again.
+    let limited = key_from_cli(dirs[0].path(), env(), &["--rate-limit", "10"]).await;
+    for attempt in 0.. {
+        let mut allowed = 0;
+        let mut windows = BTreeSet::new();
+        for n in 0..12 {
+            let response = client
+                .post(nodes[n % 3].url("/api/v1/search"))
+                .bearer_auth(&limited)
+                .json(&json!({"query": "valve"}))
+                .send()
+                .await
+                .unwrap();
+            windows.insert(
+                response.headers()["x-ratelimit-reset"]
+                    .to_str()
+                    .unwrap()
+                    .to_owned(),
+            );
+            if response.status() == 200 {
+                allowed += 1;
+            } else {
+                assert_eq!(response.status(), 429);
+            }
+        }
+        if windows.len() == 1 {
+            assert_eq!(allowed, 10, "searches allowed across three nodes");
+            break;
+        }
+        assert!(attempt < 2, "the rate window kept changing");
+        // Start again in the next window with a fresh count.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    for node in nodes {
+        node.kill().await;
+    }
 }

@@ -17,12 +17,12 @@ use tokio::process::{Child, Command};
 use crate::webhooks::Receiver;
 
 /// Documents uploaded: enough that processing is under way at every kill.
-const DOCUMENTS: usize = 40;
+pub(crate) const DOCUMENTS: usize = 40;
 /// Every seventh upload is a broken PDF, which must end `failed` with its reason.
-const BROKEN_EVERY: usize = 7;
+pub(crate) const BROKEN_EVERY: usize = 7;
 
 /// A `quire serve` process and its address.
-struct Server {
+pub(crate) struct Server {
     child: Child,
     address: String,
 }
@@ -30,11 +30,15 @@ struct Server {
 impl Server {
     /// Starts `quire serve` on `dir` and waits until it listens.
     async fn start(dir: &Path) -> Server {
+        Self::start_with(dir, crate::helpers::store_env(dir)).await
+    }
+
+    /// Starts `quire serve` on `dir` with `env` added (a shared store, S3 originals, …).
+    pub(crate) async fn start_with(dir: &Path, env: Vec<(&'static str, String)>) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_quire"))
             .args(["serve", "--bind", "127.0.0.1:0", "--data-dir"])
             .arg(dir)
             .env_remove("QUIRE_DATA_DIR")
-            .envs(crate::helpers::store_env(dir))
             .env("QUIRE_EMBEDDING_USE_CACHED_MODEL", "false")
             .env("QUIRE_WEBHOOKS_ALLOW_PRIVATE_TARGETS", "true")
             .env("QUIRE_WORKERS_COUNT", "2")
@@ -42,6 +46,7 @@ impl Server {
             // loop for ever); this many kills could use up the default 3 of a good document.
             .env("QUIRE_WORKERS_MAX_ATTEMPTS", "10")
             .env("RUST_LOG", "info")
+            .envs(env)
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
@@ -63,24 +68,34 @@ impl Server {
     }
 
     /// SIGKILL: no shutdown code runs.
-    async fn kill(mut self) {
+    pub(crate) async fn kill(mut self) {
         self.child.start_kill().unwrap();
         self.child.wait().await.unwrap();
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.address)
     }
 }
 
 async fn admin_key(dir: &Path) -> String {
+    key_from_cli(dir, crate::helpers::store_env(dir), &[]).await
+}
+
+/// An admin key made by `quire keys create` on `dir` with `env` (and `args` added).
+pub(crate) async fn key_from_cli(
+    dir: &Path,
+    env: Vec<(&'static str, String)>,
+    args: &[&str],
+) -> String {
     let output = Command::new(env!("CARGO_BIN_EXE_quire"))
         .args(["keys", "create", "--name", "crash", "--permission", "admin"])
+        .args(args)
         .arg("--data-dir")
         .arg(dir)
         .arg("--json")
         .env_remove("QUIRE_DATA_DIR")
-        .envs(crate::helpers::store_env(dir))
+        .envs(env)
         .output()
         .await
         .unwrap();
@@ -94,11 +109,11 @@ async fn admin_key(dir: &Path) -> String {
 }
 
 /// A word no other document contains, so a search for it finds this document's chunks only.
-fn marker(i: usize) -> String {
+pub(crate) fn marker(i: usize) -> String {
     format!("crashmarker{i:03}")
 }
 
-fn upload_bytes(i: usize) -> (String, Vec<u8>) {
+pub(crate) fn upload_bytes(i: usize) -> (String, Vec<u8>) {
     if i.is_multiple_of(BROKEN_EVERY) {
         // Distinct bytes: the same bytes twice would be one document.
         (
@@ -114,7 +129,12 @@ fn upload_bytes(i: usize) -> (String, Vec<u8>) {
     }
 }
 
-async fn documents(client: &reqwest::Client, server: &Server, key: &str, source: &str) -> Value {
+pub(crate) async fn documents(
+    client: &reqwest::Client,
+    server: &Server,
+    key: &str,
+    source: &str,
+) -> Value {
     let response = client
         .get(server.url(&format!("/api/v1/sources/{source}/documents")))
         .bearer_auth(key)
@@ -126,7 +146,7 @@ async fn documents(client: &reqwest::Client, server: &Server, key: &str, source:
 }
 
 /// Documents not yet `ready` or `failed`.
-fn unfinished(docs: &Value) -> usize {
+pub(crate) fn unfinished(docs: &Value) -> usize {
     docs.as_array()
         .unwrap()
         .iter()
@@ -231,11 +251,22 @@ async fn killing_the_server_mid_work_loses_and_repeats_nothing() {
         }
     }
 
-    // Each chunk is in the index once: a document's own word finds exactly its one chunk.
+    each_chunk_is_found_once(&client, &server, &key, &ids).await;
+    one_final_event_per_document(&receiver, &ids).await;
+    server.kill().await;
+}
+
+/// Each chunk is in the index once: a document's own word finds exactly its one chunk.
+pub(crate) async fn each_chunk_is_found_once(
+    client: &reqwest::Client,
+    server: &Server,
+    key: &str,
+    ids: &BTreeMap<String, usize>,
+) {
     for (id, i) in ids.iter().filter(|(_, i)| !i.is_multiple_of(BROKEN_EVERY)) {
         let found: Value = client
             .post(server.url("/api/v1/search"))
-            .bearer_auth(&key)
+            .bearer_auth(key)
             .json(&json!({"query": marker(*i), "limit": 10}))
             .send()
             .await
@@ -251,8 +282,13 @@ async fn killing_the_server_mid_work_loses_and_repeats_nothing() {
             .collect();
         assert_eq!(hits, [id.as_str()], "{} found {found}", marker(*i));
     }
+}
 
-    // Every document's final event arrives, under one event id per document.
+/// Every document's final event arrives, under one event id per document.
+pub(crate) async fn one_final_event_per_document(
+    receiver: &Receiver,
+    ids: &BTreeMap<String, usize>,
+) {
     let wanted: BTreeSet<&str> = ids.keys().map(String::as_str).collect();
     let started = Instant::now();
     loop {
@@ -290,5 +326,4 @@ async fn killing_the_server_mid_work_loses_and_repeats_nothing() {
     for (doc, events) in &event_ids {
         assert_eq!(events.len(), 1, "{doc} was announced as {events:?}");
     }
-    server.kill().await;
 }
