@@ -97,6 +97,9 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
     } else {
         tracing::warn!("{semantic_note}");
     }
+    if store.is_shared() {
+        join_cluster(&*store, data_dir, semantic.as_deref(), &*clock).await?;
+    }
     let (ocr, ocr_note) = config.ocr.resolve()?;
     if ocr.is_some() {
         tracing::info!("{ocr_note}");
@@ -333,6 +336,13 @@ impl App {
             Arc::clone(&self.state.store),
             Arc::clone(&self.state.clock),
         ));
+        let heartbeat = self.state.store.is_shared().then(|| {
+            tokio::spawn(heartbeat(
+                Arc::clone(&self.state.store),
+                Arc::clone(&self.state.clock),
+                node.clone(),
+            ))
+        });
         let webhooks = &self.config.webhooks;
         let dispatcher = quire_webhooks::Dispatcher::new(
             Arc::clone(&self.state.store),
@@ -385,6 +395,13 @@ impl App {
             }
         };
         tokio::join!(dispatcher.shutdown(), workers_stopped);
+        if let Some(heartbeat) = heartbeat {
+            heartbeat.abort();
+            // Stopped cleanly: the others need not wait for this node to be taken for gone.
+            if let Err(e) = self.state.store.leave_cluster(&node).await {
+                tracing::warn!(error = %e, "could not record that this node stopped");
+            }
+        }
         let store = Arc::clone(&self.state.store);
         drop(self.state);
         store.close().await;
@@ -513,6 +530,50 @@ async fn backfill(semantic: Arc<Semantic>, store: Arc<dyn Store>) {
             error = %e,
             "re-embedding stopped; documents without vectors are found by keywords only until the next start"
         ),
+    }
+}
+
+/// How often a node of a cluster says it still runs.
+const NODE_HEARTBEAT: Duration = Duration::from_secs(10);
+/// How long a node that stopped saying so still counts as running: three missed heartbeats.
+const NODE_ALIVE_SECONDS: i64 = 30;
+
+/// Registers this node among the running nodes of a shared store, refusing to start when a
+/// running node searches with another embedding model: their vectors would not compare.
+async fn join_cluster(
+    store: &dyn Store,
+    data_dir: &Path,
+    semantic: Option<&Semantic>,
+    clock: &dyn Clock,
+) -> anyhow::Result<()> {
+    let node = node_id(data_dir)?;
+    let model = semantic.map(|s| s.embedder().model_id().to_owned());
+    let now = clock.now();
+    let alive_since = now - chrono::Duration::seconds(NODE_ALIVE_SECONDS);
+    let conflict = store
+        .join_cluster(&node, model.as_deref(), now, alive_since)
+        .await
+        .context("could not register this node with the shared store")?;
+    if let Some(other) = conflict {
+        anyhow::bail!(
+            "node {} of this cluster, seen {} s ago, searches with the embedding model {}, and              this node is configured with {}. Nodes sharing a database must use one model (their              vectors do not compare): configure the same model here, or stop every node that              uses the other one first (a stopped node counts as running for {NODE_ALIVE_SECONDS} s              after it was last seen)",
+            other.node,
+            (now - other.seen_at).num_seconds().max(0),
+            other.embedding_model.as_deref().unwrap_or("none"),
+            model.as_deref().unwrap_or("none"),
+        );
+    }
+    Ok(())
+}
+
+/// Keeps saying that `node` runs, so other nodes' model checks count it.
+async fn heartbeat(store: Arc<dyn Store>, clock: Arc<dyn Clock>, node: String) {
+    let mut tick = tokio::time::interval(NODE_HEARTBEAT);
+    loop {
+        tick.tick().await;
+        if let Err(e) = store.node_seen(&node, clock.now()).await {
+            tracing::warn!(error = %e, "could not record that this node runs");
+        }
     }
 }
 

@@ -21,11 +21,11 @@ pub use sqlite::SqliteStore;
 /// The database driver's error, which [`StoreError::Database`] carries.
 pub use sqlx::Error as SqlxError;
 pub use types::{
-    AdminSession, AuditEntry, ChunkVectors, ClaimedJob, ConversationRecord, Created, DecidedReview,
-    DeliveryAttempt, DocumentHit, DocumentProgress, FinishOutcome, HeldDocument, IndexChange,
-    IndexChangeKind, MessageRecord, NewDeliveryAttempt, NewMessage, NewWebhook, PendingDelivery,
-    PoolStats, ProcessedDocument, ProcessingStage, RateBucket, RateWindow, ReviewDecision,
-    ReviewRecord, StoredChunk, WebhookRecord,
+    AdminSession, AuditEntry, ChunkVectors, ClaimedJob, ClusterNode, ConversationRecord, Created,
+    DecidedReview, DeliveryAttempt, DocumentHit, DocumentProgress, FinishOutcome, HeldDocument,
+    IndexChange, IndexChangeKind, MessageRecord, NewDeliveryAttempt, NewMessage, NewWebhook,
+    PendingDelivery, PoolStats, ProcessedDocument, ProcessingStage, RateBucket, RateWindow,
+    ReviewDecision, ReviewRecord, StoredChunk, WebhookRecord,
 };
 
 use async_trait::async_trait;
@@ -377,6 +377,32 @@ pub trait Store: Send + Sync + 'static {
     /// The chunk vectors stored with a ready document by the node that embedded it, if any
     /// (only a shared store keeps them).
     async fn document_vectors(&self, id: DocumentId) -> StoreResult<Option<ChunkVectors>>;
+
+    /// Registers `node` as running with `model` (`None`: keyword only) at `now`, unless a
+    /// live node (another one, seen at or after `alive_since`) searches with another model:
+    /// then nothing is registered and that node is returned. A keyword-only node conflicts
+    /// with none. Nodes joining at once are serialised, so two with different models never
+    /// both get in. A store that is not shared has no other nodes and registers nothing.
+    async fn join_cluster(
+        &self,
+        node: &str,
+        model: Option<&str>,
+        now: DateTime<Utc>,
+        alive_since: DateTime<Utc>,
+    ) -> StoreResult<Option<ClusterNode>> {
+        let _ = (node, model, now, alive_since);
+        Ok(None)
+    }
+    /// Records that `node` still runs.
+    async fn node_seen(&self, node: &str, now: DateTime<Utc>) -> StoreResult<()> {
+        let _ = (node, now);
+        Ok(())
+    }
+    /// Removes `node` from the running nodes (it stops).
+    async fn leave_cluster(&self, node: &str) -> StoreResult<()> {
+        let _ = node;
+        Ok(())
+    }
 
     // --- lifecycle ---
 

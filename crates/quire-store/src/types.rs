@@ -525,3 +525,14 @@ pub struct PoolStats {
     /// Most connections the pool opens.
     pub max: u32,
 }
+
+/// A running node of a cluster, as it registered itself in the shared store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterNode {
+    /// Its stable name (`<data dir>/node-id`).
+    pub node: String,
+    /// The embedding model it searches with (`None`: keyword only).
+    pub embedding_model: Option<String>,
+    /// When it last said it runs.
+    pub seen_at: DateTime<Utc>,
+}

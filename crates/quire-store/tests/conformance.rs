@@ -90,6 +90,7 @@ conformance! {
         a_queued_job_wakes_waiting_workers,
         deleting_while_workers_finish_never_fails,
         concurrent_changes_take_consecutive_feed_positions,
+        a_node_with_another_model_is_refused_while_one_runs,
     ],
 }
 
@@ -1228,6 +1229,52 @@ async fn concurrent_changes_take_consecutive_feed_positions(db: &TestDb) {
     for store in nodes {
         store.close().await;
     }
+}
+
+/// A node may join a cluster only with the model every live node searches with; a node not
+/// seen for a while is gone, a keyword-only node conflicts with none, and a node that leaves
+/// stops counting at once. A store one process owns has no other nodes to conflict with.
+async fn a_node_with_another_model_is_refused_while_one_runs(db: &TestDb) {
+    let (first, second) = (db.open().await, db.open().await);
+    let at = |s: i64| t0() + Duration::seconds(s);
+    // Nodes seen in the last 30 s count as running.
+    let join = |store: &std::sync::Arc<dyn Store>, node: &'static str, model, now: i64| {
+        let store = std::sync::Arc::clone(store);
+        async move {
+            store
+                .join_cluster(node, model, at(now), at(now - 30))
+                .await
+                .unwrap()
+                .map(|n| n.node)
+        }
+    };
+    assert_eq!(join(&first, "a", Some("minilm"), 0).await, None);
+    if !first.is_shared() {
+        assert_eq!(join(&second, "b", Some("other"), 1).await, None);
+        first.close().await;
+        second.close().await;
+        return;
+    }
+    assert_eq!(join(&second, "b", Some("e5"), 5).await, Some("a".into()));
+    assert_eq!(join(&second, "b", None, 5).await, None, "keyword only");
+    assert_eq!(join(&second, "c", Some("minilm"), 5).await, None);
+    // "a" keeps running, "c" stops being seen: "c" no longer holds anyone back, "a" does.
+    first.node_seen("a", at(40)).await.unwrap();
+    assert_eq!(join(&second, "d", Some("e5"), 50).await, Some("a".into()));
+    // "a" stops cleanly; then the cluster may change its model.
+    first.leave_cluster("a").await.unwrap();
+    assert_eq!(join(&second, "d", Some("e5"), 50).await, None);
+    // A node restarting with another model is refused by the others, never by itself.
+    assert_eq!(join(&first, "d", Some("gte"), 51).await, None);
+    assert_eq!(join(&first, "e", Some("e5"), 52).await, Some("d".into()));
+    // Two nodes with different models joining at once: exactly one gets in.
+    let (x, y) = tokio::join!(
+        join(&first, "x", Some("model-x"), 100),
+        join(&second, "y", Some("model-y"), 100)
+    );
+    assert!(x.is_some() != y.is_some(), "x: {x:?}, y: {y:?}");
+    first.close().await;
+    second.close().await;
 }
 
 async fn a_queued_job_wakes_waiting_workers(db: &TestDb) {

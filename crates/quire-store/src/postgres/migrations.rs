@@ -15,6 +15,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (4, include_str!("schema_v4.sql")),
     (5, include_str!("schema_v5.sql")),
     (6, include_str!("schema_v6.sql")),
+    (7, include_str!("schema_v7.sql")),
 ];
 
 /// The advisory lock's key: any constant no other application on the database uses

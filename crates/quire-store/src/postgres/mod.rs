@@ -12,6 +12,7 @@ mod feed;
 mod jobs;
 mod keys;
 mod migrations;
+mod nodes;
 mod progress;
 mod rate;
 mod reviews;
@@ -35,10 +36,11 @@ use sqlx::{Connection, PgConnection, PgPool};
 
 use crate::location::redact_password;
 use crate::{
-    AdminSession, AuditEntry, ChunkVectors, ClaimedJob, ConversationRecord, Created, DecidedReview,
-    DeliveryAttempt, DocumentHit, FinishOutcome, HeldDocument, IndexChange, MessageRecord,
-    NewDeliveryAttempt, NewMessage, NewWebhook, PendingDelivery, ProcessedDocument, RateWindow,
-    ReviewDecision, ReviewRecord, Store, StoreError, StoreResult, StoredChunk, WebhookRecord,
+    AdminSession, AuditEntry, ChunkVectors, ClaimedJob, ClusterNode, ConversationRecord, Created,
+    DecidedReview, DeliveryAttempt, DocumentHit, FinishOutcome, HeldDocument, IndexChange,
+    MessageRecord, NewDeliveryAttempt, NewMessage, NewWebhook, PendingDelivery, ProcessedDocument,
+    RateWindow, ReviewDecision, ReviewRecord, Store, StoreError, StoreResult, StoredChunk,
+    WebhookRecord,
 };
 
 /// A [`Store`] in a PostgreSQL database (15 or newer).
@@ -447,6 +449,24 @@ impl Store for PgStore {
 
     async fn document_vectors(&self, id: DocumentId) -> StoreResult<Option<ChunkVectors>> {
         feed::vectors(&self.pool, id).await
+    }
+
+    async fn join_cluster(
+        &self,
+        node: &str,
+        model: Option<&str>,
+        now: DateTime<Utc>,
+        alive_since: DateTime<Utc>,
+    ) -> StoreResult<Option<ClusterNode>> {
+        nodes::join(&self.pool, node, model, now, alive_since).await
+    }
+
+    async fn node_seen(&self, node: &str, now: DateTime<Utc>) -> StoreResult<()> {
+        nodes::seen(&self.pool, node, now).await
+    }
+
+    async fn leave_cluster(&self, node: &str) -> StoreResult<()> {
+        nodes::leave(&self.pool, node).await
     }
 
     async fn close(&self) {

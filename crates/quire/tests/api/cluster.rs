@@ -5,10 +5,11 @@
 //! These run on PostgreSQL in both passes of the suite (a cluster needs a shared store).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use quire::Config;
-use quire_core::{Permission, Secret, SourceScope};
+use quire_core::{ManualClock, Permission, Secret, SourceScope};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
@@ -18,8 +19,8 @@ use crate::crash::{
     BROKEN_EVERY, DOCUMENTS, Server, documents, each_chunk_is_found_once, key_from_cli, marker,
     one_final_event_per_document, unfinished, upload_bytes,
 };
-use crate::helpers::{TestServer, body, postgres_schema_url};
-use crate::semantic::model_dir;
+use crate::helpers::{TestServer, body, postgres_schema_url, start_time, test_config};
+use crate::semantic::{model_dir, renamed_model};
 use crate::webhooks::Receiver;
 
 /// Longest a test waits for the other node to follow. The feed is polled every 200 ms, so this
@@ -432,4 +433,32 @@ async fn three_processes_share_the_work_and_survive_a_killed_node() {
     for node in nodes {
         node.kill().await;
     }
+}
+
+/// A node configured with another embedding model than a running node's is refused at start
+/// with a clear reason (their vectors would not compare); a keyword-only node is not; once the
+/// running node stops, the cluster may change its model.
+#[tokio::test]
+async fn a_node_with_another_embedding_model_is_refused_while_one_runs() {
+    let url = postgres_schema_url(&format!("quire_cluster_{}", uuid::Uuid::new_v4().simple()));
+    let first = TestServer::start_with(node(&url)).await;
+    let models = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    node(&url)(&mut config);
+    config.embedding.model_dir = Some(renamed_model(models.path()));
+    let clock = Arc::new(ManualClock::new(start_time()));
+    let refused = quire::build(&config, clock.clone()).await.err();
+    let message = format!("{:#}", refused.expect("the node was not refused"));
+    assert!(
+        message.contains("must use one model") && message.contains("minilm-renamed"),
+        "{message}"
+    );
+
+    let mut keyword_only = config.clone();
+    keyword_only.embedding.model_dir = None;
+    quire::build(&keyword_only, clock.clone()).await.unwrap();
+
+    first.stop().await;
+    quire::build(&config, clock).await.unwrap();
 }

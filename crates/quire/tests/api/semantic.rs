@@ -30,7 +30,7 @@ pub fn model_dir() -> PathBuf {
 
 /// A second name for the model (the files linked, not copied): a "different" model to the
 /// service, since the directory's name is part of the model id.
-fn renamed_model(parent: &Path) -> PathBuf {
+pub(crate) fn renamed_model(parent: &Path) -> PathBuf {
     let dir = parent.join("minilm-renamed");
     std::fs::create_dir_all(&dir).unwrap();
     for entry in std::fs::read_dir(model_dir()).unwrap() {
