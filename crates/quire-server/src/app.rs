@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use axum::Router;
-use quire_app::answers::{Generation, GenerationQueue};
+use quire_app::answers::{Generation, GenerationQueue, SharedLine};
 use quire_app::rate_limit::RateLimiter;
 use quire_app::{Services, UploadSettings, WebhookSettings};
 use quire_core::Clock;
@@ -19,7 +19,7 @@ use quire_ingest::{Ingest, IngestSettings, JobRunner, Semantic, Staging, WorkerS
 use quire_models::generate::{Extractive, Generator, OpenAiChat, OpenAiChatSettings};
 use quire_models::{Embedder, LocalEmbedder, OpenAiEmbedder, OpenAiSettings};
 use quire_search::KeywordIndex;
-use quire_store::{Store, StoreLocation};
+use quire_store::{QueueLimits, Store, StoreLocation};
 use tokio::net::TcpListener;
 
 use crate::config::{Config, LlmConfig};
@@ -97,8 +97,22 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
     } else {
         tracing::warn!("{semantic_note}");
     }
+    // In cluster mode the generation queue is one line for every node, kept in the store.
+    let mut shared_line = None;
     if store.is_shared() {
         join_cluster(&*store, data_dir, semantic.as_deref(), &*clock).await?;
+        let llm = &config.llm;
+        let limits = QueueLimits {
+            slots: llm.max_concurrent as u64,
+            max_waiting: llm.max_queue as u64,
+            max_per_key: llm.max_queue_per_key as u64,
+        };
+        shared_line = Some(SharedLine::start(
+            Arc::clone(&store),
+            Arc::clone(&clock),
+            node_id(data_dir)?,
+            limits,
+        ));
     }
     let (ocr, ocr_note) = config.ocr.resolve()?;
     if ocr.is_some() {
@@ -154,7 +168,7 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
             max_bulk_files: config.limits.max_bulk_files,
         },
         semantic_note: Arc::from(semantic_note),
-        generation: open_generation(&config.llm)?,
+        generation: open_generation(&config.llm, shared_line)?,
         webhooks: WebhookSettings {
             allow_private_targets: config.webhooks.allow_private_targets,
         },
@@ -480,7 +494,10 @@ async fn open_semantic(config: &Config) -> anyhow::Result<Option<Arc<dyn Embedde
 /// The answer generator `[llm]` configures (the extractive answerer without a server) and its
 /// queue. Nothing is contacted here: a server that is down shows as an `error` event on the
 /// first question, not as a service that will not start.
-fn open_generation(llm: &LlmConfig) -> anyhow::Result<Generation> {
+fn open_generation(
+    llm: &LlmConfig,
+    shared_line: Option<Arc<SharedLine>>,
+) -> anyhow::Result<Generation> {
     let generator: Arc<dyn Generator> = match (&llm.base_url, &llm.model) {
         (Some(base_url), Some(model)) => {
             let chat = OpenAiChat::new(OpenAiChatSettings {
@@ -505,7 +522,10 @@ fn open_generation(llm: &LlmConfig) -> anyhow::Result<Generation> {
     };
     Ok(Generation {
         generator,
-        queue: GenerationQueue::new(llm.max_concurrent, llm.max_queue, llm.max_queue_per_key),
+        queue: match shared_line {
+            Some(line) => GenerationQueue::shared(line, llm.max_concurrent),
+            None => GenerationQueue::new(llm.max_concurrent, llm.max_queue, llm.max_queue_per_key),
+        },
         settings: llm.generation_settings(),
     })
 }

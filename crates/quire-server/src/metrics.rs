@@ -90,7 +90,7 @@ async fn refresh(services: &Services) {
         Err(e) => tracing::warn!(error = %e, "metrics: could not count documents"),
     }
     let queue = &services.generation.queue;
-    let (running, waiting) = queue.load();
+    let (running, waiting) = queue.current_load().await;
     metrics::gauge!("quire_generation_queue_length").set(waiting as f64);
     metrics::gauge!("quire_generation_running").set(running as f64);
     metrics::gauge!("quire_generation_slots").set(queue.slots() as f64);

@@ -24,8 +24,9 @@ pub use types::{
     AdminSession, AuditEntry, ChunkVectors, ClaimedJob, ClusterNode, ConversationRecord, Created,
     DecidedReview, DeliveryAttempt, DocumentHit, DocumentProgress, FinishOutcome, HeldDocument,
     IndexChange, IndexChangeKind, MessageRecord, NewDeliveryAttempt, NewMessage, NewWebhook,
-    PendingDelivery, PoolStats, ProcessedDocument, ProcessingStage, RateBucket, RateWindow,
-    ReviewDecision, ReviewRecord, StoredChunk, WebhookRecord,
+    PendingDelivery, PoolStats, ProcessedDocument, ProcessingStage, QueueLimits, QueueRefusal,
+    QueueView, RateBucket, RateWindow, ReviewDecision, ReviewRecord, StoredChunk, TicketPlace,
+    WebhookRecord,
 };
 
 use async_trait::async_trait;
@@ -402,6 +403,50 @@ pub trait Store: Send + Sync + 'static {
     async fn leave_cluster(&self, node: &str) -> StoreResult<()> {
         let _ = node;
         Ok(())
+    }
+
+    // --- cluster mode: the generation queue all nodes share ---
+
+    /// Puts ticket `id` of `key` (asked through `node`) in the cluster's generation queue:
+    /// a slot at once when one is free and nobody waits, else the end of the line, unless
+    /// `limits` refuse it. Tickets of nodes not seen since `alive_since` are removed first.
+    /// Only a shared store has this queue; others answer [`StoreError::Invalid`] (each process
+    /// then queues its own questions).
+    async fn queue_join(
+        &self,
+        id: uuid::Uuid,
+        key: KeyId,
+        node: &str,
+        limits: QueueLimits,
+        now: DateTime<Utc>,
+        alive_since: DateTime<Utc>,
+    ) -> StoreResult<Result<TicketPlace, QueueRefusal>> {
+        let _ = (id, key, node, limits, now, alive_since);
+        Err(StoreError::Invalid(
+            "this store has no shared generation queue".into(),
+        ))
+    }
+    /// What `node` does while it holds tickets: says they are alive, removes tickets of nodes
+    /// not seen since `alive_since`, hands free slots (of `slots` cluster-wide) to the head of
+    /// the line, and returns the places of its tickets.
+    async fn queue_view(
+        &self,
+        node: &str,
+        slots: u64,
+        now: DateTime<Utc>,
+        alive_since: DateTime<Utc>,
+    ) -> StoreResult<QueueView> {
+        let _ = (node, slots, now, alive_since);
+        Err(StoreError::Invalid(
+            "this store has no shared generation queue".into(),
+        ))
+    }
+    /// Takes ticket `id` out of the queue (answered, or the client went away).
+    async fn queue_leave(&self, id: uuid::Uuid) -> StoreResult<()> {
+        let _ = id;
+        Err(StoreError::Invalid(
+            "this store has no shared generation queue".into(),
+        ))
     }
 
     // --- lifecycle ---

@@ -536,3 +536,43 @@ pub struct ClusterNode {
     /// When it last said it runs.
     pub seen_at: DateTime<Utc>,
 }
+
+/// Where a question stands in the cluster's generation queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TicketPlace {
+    /// Waiting; 1 is next in line.
+    Waiting(u64),
+    /// Holds a generation slot.
+    Running,
+}
+
+/// Why the cluster's generation queue refused a question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueRefusal {
+    /// As many questions as allowed are waiting.
+    LineFull,
+    /// The key holds its share of the queue (waiting and running together).
+    KeyShareUsed,
+}
+
+/// The bounds of the cluster's generation queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueLimits {
+    /// Answers generated at once in the whole cluster.
+    pub slots: u64,
+    /// Questions that may wait.
+    pub max_waiting: u64,
+    /// Questions one key may have waiting or running.
+    pub max_per_key: u64,
+}
+
+/// What a node learns when it looks at the cluster's generation queue.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueueView {
+    /// The places of the asking node's tickets (a ticket missing here is gone).
+    pub places: Vec<(uuid::Uuid, TicketPlace)>,
+    /// Questions holding a slot, cluster-wide.
+    pub running: u64,
+    /// Questions waiting, cluster-wide.
+    pub waiting: u64,
+}

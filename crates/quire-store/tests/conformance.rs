@@ -13,7 +13,8 @@ use quire_core::{
 };
 use quire_store::{
     ChunkVectors, Created, FinishOutcome, IndexChange, IndexChangeKind, NewMessage,
-    ProcessedDocument, RateBucket, RateWindow, Store, StoreError,
+    ProcessedDocument, QueueLimits, QueueRefusal, RateBucket, RateWindow, Store, StoreError,
+    TicketPlace,
 };
 
 // In a folder of their own so cargo does not take them for other test binaries.
@@ -91,6 +92,7 @@ conformance! {
         deleting_while_workers_finish_never_fails,
         concurrent_changes_take_consecutive_feed_positions,
         a_node_with_another_model_is_refused_while_one_runs,
+        the_shared_queue_is_one_fifo_line_for_every_node,
     ],
 }
 
@@ -1275,6 +1277,84 @@ async fn a_node_with_another_model_is_refused_while_one_runs(db: &TestDb) {
     assert!(x.is_some() != y.is_some(), "x: {x:?}, y: {y:?}");
     first.close().await;
     second.close().await;
+}
+
+/// The generation queue of a shared store is one line for every node: places in order of
+/// arrival across nodes, the bounds counted cluster-wide, free slots handed to the head of the
+/// line by whichever node looks, and the tickets of a node that stopped looking removed. A
+/// store one process owns has no shared queue (each process queues its own questions).
+async fn the_shared_queue_is_one_fifo_line_for_every_node(db: &TestDb) {
+    use uuid::Uuid;
+    let (a, b) = (db.open().await, db.open().await);
+    let limits = QueueLimits {
+        slots: 1,
+        max_waiting: 3,
+        max_per_key: 2,
+    };
+    let at = |s: i64| t0() + Duration::seconds(s);
+    let join = |store: &std::sync::Arc<dyn Store>, node: &'static str, key: KeyId, now: i64| {
+        let store = std::sync::Arc::clone(store);
+        async move {
+            let id = Uuid::new_v4();
+            let joined = store
+                .queue_join(id, key, node, limits, at(now), at(now - 10))
+                .await;
+            (id, joined)
+        }
+    };
+    if !a.is_shared() {
+        assert!(join(&a, "na", KeyId::new(), 0).await.1.is_err());
+        assert!(a.queue_view("na", 1, at(0), at(-10)).await.is_err());
+        a.close().await;
+        b.close().await;
+        return;
+    }
+    let (k1, k2, k3) = (KeyId::new(), KeyId::new(), KeyId::new());
+    let (t1, placed) = join(&a, "na", k1, 0).await;
+    assert_eq!(placed.unwrap(), Ok(TicketPlace::Running));
+    let (t2, placed) = join(&b, "nb", k2, 0).await;
+    assert_eq!(placed.unwrap(), Ok(TicketPlace::Waiting(1)));
+    let (t3, placed) = join(&a, "na", k3, 0).await;
+    assert_eq!(placed.unwrap(), Ok(TicketPlace::Waiting(2)));
+    let (t4, placed) = join(&b, "nb", k1, 0).await;
+    assert_eq!(placed.unwrap(), Ok(TicketPlace::Waiting(3)));
+    // k1 holds its two places (one on each node); the line holds its three.
+    let (_, placed) = join(&a, "na", k1, 0).await;
+    assert_eq!(placed.unwrap(), Err(QueueRefusal::KeyShareUsed));
+    let (_, placed) = join(&b, "nb", KeyId::new(), 0).await;
+    assert_eq!(placed.unwrap(), Err(QueueRefusal::LineFull));
+
+    let view = a.queue_view("na", 1, at(1), at(-9)).await.unwrap();
+    assert_eq!(
+        view.places,
+        [(t1, TicketPlace::Running), (t3, TicketPlace::Waiting(2))]
+    );
+    assert_eq!((view.running, view.waiting), (1, 3));
+    let view = b.queue_view("nb", 1, at(1), at(-9)).await.unwrap();
+    assert_eq!(
+        view.places,
+        [(t2, TicketPlace::Waiting(1)), (t4, TicketPlace::Waiting(3))]
+    );
+
+    // The answer on node a ends: the slot goes to the head of the line, on node b.
+    a.queue_leave(t1).await.unwrap();
+    let view = b.queue_view("nb", 1, at(2), at(-8)).await.unwrap();
+    assert_eq!(
+        view.places,
+        [(t2, TicketPlace::Running), (t4, TicketPlace::Waiting(2))]
+    );
+    let view = a.queue_view("na", 1, at(2), at(-8)).await.unwrap();
+    assert_eq!(view.places, [(t3, TicketPlace::Waiting(1))]);
+
+    // Node a stops looking (it died): after 10 s its question leaves the line.
+    let view = b.queue_view("nb", 1, at(20), at(10)).await.unwrap();
+    assert_eq!(
+        view.places,
+        [(t2, TicketPlace::Running), (t4, TicketPlace::Waiting(1))]
+    );
+    assert_eq!((view.running, view.waiting), (1, 1));
+    a.close().await;
+    b.close().await;
 }
 
 async fn a_queued_job_wakes_waiting_workers(db: &TestDb) {

@@ -4,6 +4,7 @@
 use futures_util::Stream;
 use quire_core::{ConversationId, KeyId, SourceScope};
 
+use super::queue::JoinError;
 use super::stream::{AnswerEvent, Question, events};
 use crate::scope::requested_scope;
 use crate::{AppError, Services};
@@ -55,8 +56,12 @@ pub async fn ask(
     let ticket = services
         .generation
         .queue
-        .join(key_id)
-        .map_err(AppError::QueueFull)?;
+        .take(key_id)
+        .await
+        .map_err(|e| match e {
+            JoinError::Full(full) => AppError::QueueFull(full),
+            JoinError::Store(e) => e.into(),
+        })?;
     let question = Question {
         key_id,
         scope,

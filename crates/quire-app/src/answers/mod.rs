@@ -5,6 +5,7 @@
 mod ask;
 mod citations;
 pub mod queue;
+pub mod shared_queue;
 mod stream;
 
 use std::sync::Arc;
@@ -14,7 +15,8 @@ use quire_core::generate::Generator;
 
 pub use ask::{AskRequest, MAX_QUESTION_CHARS, ask};
 pub use citations::{Citation, cited_markers};
-pub use queue::{GenerationQueue, Place, QueueFull, Ticket};
+pub use queue::{GenerationQueue, JoinError, Place, QueueFull, Ticket};
+pub use shared_queue::SharedLine;
 pub use stream::{AnswerEvent, CollectedAnswer, NOTHING_FOUND, Question, answer_collected, events};
 
 /// The generator, its queue and how answers are grounded.

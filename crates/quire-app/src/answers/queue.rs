@@ -13,6 +13,8 @@ use std::time::Instant;
 use quire_core::KeyId;
 use tokio::sync::watch;
 
+use super::shared_queue::{JoinError as SharedJoinError, SharedLine};
+
 /// Where a ticket stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Place {
@@ -63,6 +65,17 @@ pub struct GenerationQueue {
     max_waiting: usize,
     max_per_key: usize,
     state: Mutex<State>,
+    /// In cluster mode, the line all nodes share, which replaces this process's own.
+    shared: Option<Arc<SharedLine>>,
+}
+
+/// Why a question got no place in the queue.
+#[derive(Debug)]
+pub enum JoinError {
+    /// The queue's bounds refused it.
+    Full(QueueFull),
+    /// The shared queue's store failed (cluster mode).
+    Store(quire_store::StoreError),
 }
 
 #[derive(Debug, Default)]
@@ -110,6 +123,39 @@ impl GenerationQueue {
             max_waiting,
             max_per_key: max_per_key.max(1),
             state: Mutex::new(State::default()),
+            shared: None,
+        })
+    }
+
+    /// A queue whose line is `shared` by every node of a cluster (the bounds are the
+    /// cluster's: see [`crate::answers::shared_queue`]).
+    pub fn shared(shared: Arc<SharedLine>, slots: usize) -> Arc<Self> {
+        Arc::new(Self {
+            slots: slots.max(1),
+            max_waiting: 0,
+            max_per_key: 1,
+            state: Mutex::new(State::default()),
+            shared: Some(shared),
+        })
+    }
+
+    /// Takes a place for `owner`, in the cluster's line when the queue is shared, else in
+    /// this process's ([`GenerationQueue::join`]).
+    pub async fn take(self: &Arc<Self>, owner: KeyId) -> Result<Ticket, JoinError> {
+        let Some(shared) = &self.shared else {
+            return self.join(owner).map_err(JoinError::Full);
+        };
+        let (id, place) = shared.join(owner).await.map_err(|e| match e {
+            SharedJoinError::Full(full) => JoinError::Full(full),
+            SharedJoinError::Store(e) => JoinError::Store(e),
+        })?;
+        Ok(Ticket {
+            holder: Holder::Shared {
+                line: Arc::clone(shared),
+                id,
+            },
+            place,
+            released: false,
         })
     }
 
@@ -118,14 +164,28 @@ impl GenerationQueue {
         self.slots
     }
 
-    /// (running, waiting) right now.
+    /// (running, waiting) right now; in cluster mode, in the whole cluster as this node last
+    /// saw it ([`GenerationQueue::current_load`] looks again).
     pub fn load(&self) -> (usize, usize) {
+        if let Some(shared) = &self.shared {
+            return shared.load();
+        }
         let state = self.lock();
         (state.running, state.waiting.len())
     }
 
-    /// Takes a place for `owner`: a slot at once when one is free and nobody waits, else the
-    /// end of the line, unless the line is full or the key holds its share already.
+    /// (running, waiting) right now; in cluster mode, in the whole cluster, read from the
+    /// shared store (what it was last seen to be if that fails).
+    pub async fn current_load(&self) -> (usize, usize) {
+        if let Some(shared) = &self.shared {
+            shared.refresh().await;
+        }
+        self.load()
+    }
+
+    /// Takes a place for `owner` in this process's line: a slot at once when one is free and
+    /// nobody waits, else the end of the line, unless the line is full or the key holds its
+    /// share already.
     pub fn join(self: &Arc<Self>, owner: KeyId) -> Result<Ticket, QueueFull> {
         let mut state = self.lock();
         if state.per_key.get(&owner).copied().unwrap_or(0) >= self.max_per_key {
@@ -153,10 +213,13 @@ impl GenerationQueue {
             state.waiting.push_back((id, Instant::now(), sender));
         }
         Ok(Ticket {
-            queue: Arc::clone(self),
-            id,
-            owner,
+            holder: Holder::Local {
+                queue: Arc::clone(self),
+                id,
+                owner,
+            },
             place: receiver,
+            released: false,
         })
     }
 
@@ -191,10 +254,24 @@ impl GenerationQueue {
 /// A place in the queue, then a slot. Dropping it gives the place or the slot back.
 #[derive(Debug)]
 pub struct Ticket {
-    queue: Arc<GenerationQueue>,
-    id: u64,
-    owner: KeyId,
+    holder: Holder,
     place: watch::Receiver<Place>,
+    /// Given back already by [`Ticket::release`].
+    released: bool,
+}
+
+/// The line a ticket stands in, and its name there.
+#[derive(Debug)]
+enum Holder {
+    Local {
+        queue: Arc<GenerationQueue>,
+        id: u64,
+        owner: KeyId,
+    },
+    Shared {
+        line: Arc<SharedLine>,
+        id: uuid::Uuid,
+    },
 }
 
 impl Ticket {
@@ -212,10 +289,30 @@ impl Ticket {
     }
 }
 
+impl Ticket {
+    /// Gives the place or slot back now. In cluster mode this waits until the shared queue has
+    /// it back (dropping the ticket does that in the background), so an answer's `done` event
+    /// never comes before its slot is free.
+    pub async fn release(mut self) {
+        if let Holder::Shared { line, id } = &self.holder {
+            line.leave_now(*id).await;
+            self.released = true;
+        }
+    }
+}
+
 impl Drop for Ticket {
     fn drop(&mut self) {
-        let was_running = *self.place.borrow() == Place::Running;
-        self.queue.leave(self.id, self.owner, was_running);
+        if self.released {
+            return;
+        }
+        match &self.holder {
+            Holder::Local { queue, id, owner } => {
+                let was_running = *self.place.borrow() == Place::Running;
+                queue.leave(*id, *owner, was_running);
+            }
+            Holder::Shared { line, id } => line.leave(*id),
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use quire_store::NewMessage;
 use tokio::sync::mpsc;
 
 use super::citations::{Citation, cited_markers};
-use super::queue::{Place, Ticket};
+use super::queue::{JoinError, Place, Ticket};
 use crate::Services;
 use crate::search::SearchResult;
 
@@ -150,7 +150,7 @@ async fn answer(services: &Services, mut ticket: Ticket, question: Question, out
         }
     }
     // The slot is not needed to store the answer: the next in line may start.
-    drop(ticket);
+    ticket.release().await;
 
     let citations = citations(&text, &answering.passages);
     let conversation_id = question.conversation.unwrap_or_default();
@@ -211,8 +211,15 @@ pub async fn answer_collected(
     let mut ticket = services
         .generation
         .queue
-        .join(key_id)
-        .map_err(|full| full.to_string())?;
+        .take(key_id)
+        .await
+        .map_err(|e| match e {
+            JoinError::Full(full) => full.to_string(),
+            JoinError::Store(e) => {
+                tracing::error!(error = %e, "the shared generation queue failed");
+                "the generation queue is unavailable; try again".to_owned()
+            }
+        })?;
     while ticket.place() != Place::Running {
         ticket.changed().await;
     }
@@ -229,7 +236,7 @@ pub async fn answer_collected(
             }
         }
     }
-    drop(ticket);
+    ticket.release().await;
     Ok(CollectedAnswer {
         citations: citations(&text, &answering.passages),
         text,

@@ -27,7 +27,8 @@ pub struct LlmConfig {
     /// Most tokens in one answer.
     pub max_tokens: u32,
     /// Answers generated at the same time; others wait in line. One suits a single local
-    /// model; a hosted API takes more.
+    /// model; a hosted API takes more. With a shared (PostgreSQL) store this, like the two
+    /// bounds below, is the whole cluster's: set the same values on every node.
     pub max_concurrent: usize,
     /// Questions that may wait in line; beyond it generate answers 429 `queue_full`.
     pub max_queue: usize,

@@ -16,6 +16,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (5, include_str!("schema_v5.sql")),
     (6, include_str!("schema_v6.sql")),
     (7, include_str!("schema_v7.sql")),
+    (8, include_str!("schema_v8.sql")),
 ];
 
 /// The advisory lock's key: any constant no other application on the database uses

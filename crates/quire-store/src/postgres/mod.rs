@@ -14,6 +14,7 @@ mod keys;
 mod migrations;
 mod nodes;
 mod progress;
+mod queue;
 mod rate;
 mod reviews;
 mod sources;
@@ -33,6 +34,7 @@ use quire_core::{
 };
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Connection, PgConnection, PgPool};
+use uuid::Uuid;
 
 use crate::location::redact_password;
 use crate::{
@@ -42,6 +44,7 @@ use crate::{
     RateWindow, ReviewDecision, ReviewRecord, Store, StoreError, StoreResult, StoredChunk,
     WebhookRecord,
 };
+use crate::{QueueLimits, QueueRefusal, QueueView, TicketPlace};
 
 /// A [`Store`] in a PostgreSQL database (15 or newer).
 #[derive(Debug, Clone)]
@@ -467,6 +470,32 @@ impl Store for PgStore {
 
     async fn leave_cluster(&self, node: &str) -> StoreResult<()> {
         nodes::leave(&self.pool, node).await
+    }
+
+    async fn queue_join(
+        &self,
+        id: Uuid,
+        key: KeyId,
+        node: &str,
+        limits: QueueLimits,
+        now: DateTime<Utc>,
+        alive_since: DateTime<Utc>,
+    ) -> StoreResult<Result<TicketPlace, QueueRefusal>> {
+        queue::join(&self.pool, id, key, node, limits, now, alive_since).await
+    }
+
+    async fn queue_view(
+        &self,
+        node: &str,
+        slots: u64,
+        now: DateTime<Utc>,
+        alive_since: DateTime<Utc>,
+    ) -> StoreResult<QueueView> {
+        queue::view(&self.pool, node, slots, now, alive_since).await
+    }
+
+    async fn queue_leave(&self, id: Uuid) -> StoreResult<()> {
+        queue::leave(&self.pool, id).await
     }
 
     async fn close(&self) {

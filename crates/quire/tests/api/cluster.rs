@@ -13,11 +13,15 @@ use quire_core::{ManualClock, Permission, Secret, SourceScope};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+use quire_parse::fixtures::pdf;
 use reqwest::multipart::{Form, Part};
 
 use crate::crash::{
     BROKEN_EVERY, DOCUMENTS, Server, documents, each_chunk_is_found_once, key_from_cli, marker,
     one_final_event_per_document, unfinished, upload_bytes,
+};
+use crate::generate::{
+    Fake, PUMP_PAGES, Upstream, next, sse_events, start_generate, wait_until, with_llm,
 };
 use crate::helpers::{TestServer, body, postgres_schema_url, start_time, test_config};
 use crate::semantic::{model_dir, renamed_model};
@@ -461,4 +465,94 @@ async fn a_node_with_another_embedding_model_is_refused_while_one_runs() {
 
     first.stop().await;
     quire::build(&config, clock).await.unwrap();
+}
+
+/// Questions asked through different nodes stand in one line: positions count every waiting
+/// question of the cluster, the slot (one, for the whole cluster) goes to the head of the
+/// line whichever node it came through, and the model sees the questions in order of arrival.
+#[tokio::test]
+async fn questions_through_any_node_stand_in_one_line() {
+    let (fake, llm) = Fake::start(Upstream::Gated, "Open the vent valve [1].").await;
+    let url = postgres_schema_url(&format!("quire_cluster_{}", uuid::Uuid::new_v4().simple()));
+    let config = |c: &mut Config| {
+        c.store.url = Some(Secret::new(url.clone()));
+        with_llm(llm.clone())(c);
+        c.llm.max_concurrent = 1;
+        c.llm.timeout_seconds = 30;
+    };
+    let first = TestServer::start_with(config).await;
+    // Originals are on the first node's disk here: only it processes documents.
+    let second = TestServer::start_with(|c| {
+        config(c);
+        c.workers.count = 0;
+    })
+    .await;
+    let key = first.key(Permission::ReadWrite).await;
+    let source = first.create_source(&key, "Manuals").await;
+    let id = first
+        .upload_ok(&key, &source, "pump-manual.pdf", &pdf(&PUMP_PAGES))
+        .await;
+    first.wait_for_status(&key, &source, &id, "ready").await;
+    within_bound("the second node finding the manual", || async {
+        found(&second, &key, "primed")
+            .await
+            .first()
+            .map(String::as_str)
+            == Some("pump-manual.pdf")
+    })
+    .await;
+    let question = |n: usize| json!({"query": format!("question {n} about the pump")});
+    let ask = async |server: &TestServer, n: usize| start_generate(server, &key, question(n)).await;
+
+    let mut a = sse_events(ask(&first, 1).await);
+    wait_until("A reaches the model", || {
+        fake.streaming_requests().len() == 1
+    })
+    .await;
+    let mut b = sse_events(ask(&second, 2).await);
+    assert_eq!(next(&mut b).await.data, json!({"position": 1}));
+    let mut c = sse_events(ask(&first, 3).await);
+    assert_eq!(next(&mut c).await.data, json!({"position": 2}));
+
+    // A's answer ends on the first node: the slot goes to B, on the second.
+    fake.release.notify_one();
+    assert_eq!(next(&mut a).await.event, "delta");
+    assert_eq!(next(&mut c).await.data, json!({"position": 1}));
+    wait_until("B reaches the model", || {
+        fake.streaming_requests().len() == 2
+    })
+    .await;
+    fake.release.notify_one();
+    assert_eq!(next(&mut b).await.event, "delta");
+    wait_until("C reaches the model", || {
+        fake.streaming_requests().len() == 3
+    })
+    .await;
+    fake.release.notify_one();
+    assert_eq!(next(&mut c).await.event, "delta");
+    for events in [&mut a, &mut b, &mut c] {
+        let mut last = next(events).await;
+        while let Some(e) = events.recv().await {
+            last = e;
+        }
+        assert_eq!(last.event, "done");
+    }
+    let order: Vec<String> = fake
+        .streaming_requests()
+        .iter()
+        .map(|r| {
+            r["messages"].as_array().unwrap().last().unwrap()["content"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "question 1 about the pump",
+            "question 2 about the pump",
+            "question 3 about the pump"
+        ]
+    );
 }

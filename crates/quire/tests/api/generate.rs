@@ -19,14 +19,14 @@ use crate::helpers::{TestServer, assert_error, source_id};
 
 /// One SSE event: its name and its JSON data.
 #[derive(Debug, Clone)]
-struct Sse {
-    event: String,
-    data: Value,
+pub(crate) struct Sse {
+    pub(crate) event: String,
+    pub(crate) data: Value,
 }
 
 /// Reads an SSE response as it arrives; events come out of the channel in order and the
 /// channel closes when the response ends.
-fn sse_events(response: reqwest::Response) -> mpsc::UnboundedReceiver<Sse> {
+pub(crate) fn sse_events(response: reqwest::Response) -> mpsc::UnboundedReceiver<Sse> {
     let (tx, rx) = mpsc::unbounded_channel();
     tokio::spawn(async move {
         let mut body = response.bytes_stream();
@@ -57,7 +57,11 @@ fn sse_events(response: reqwest::Response) -> mpsc::UnboundedReceiver<Sse> {
     rx
 }
 
-async fn start_generate(server: &TestServer, key: &str, body: Value) -> reqwest::Response {
+pub(crate) async fn start_generate(
+    server: &TestServer,
+    key: &str,
+    body: Value,
+) -> reqwest::Response {
     server
         .client
         .post(server.url("/api/v1/generate"))
@@ -98,7 +102,7 @@ fn done(events: &[Sse]) -> &Value {
     &last.data
 }
 
-const PUMP_PAGES: [(&str, Option<&str>); 3] = [
+pub(crate) const PUMP_PAGES: [(&str, Option<&str>); 3] = [
     (
         "Introduction\nThe circulation pump moves cooling water through the plant. It was \
          installed in 2019 and serves both reactors.",
@@ -329,7 +333,7 @@ async fn a_key_scoped_elsewhere_gets_nothing_from_other_sources() {
 
 /// How the fake chat server behaves.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Upstream {
+pub(crate) enum Upstream {
     /// Streams the scripted answer in pieces.
     Answer,
     /// Answers 500 with an OpenAI-style error.
@@ -345,18 +349,18 @@ enum Upstream {
 }
 
 #[derive(Clone)]
-struct Fake {
+pub(crate) struct Fake {
     mode: Upstream,
     answer: &'static str,
     /// Every request body, in arrival order.
     requests: Arc<Mutex<Vec<Value>>>,
-    release: Arc<Notify>,
+    pub(crate) release: Arc<Notify>,
     /// Streaming requests whose client went away before the end.
     cancelled: Arc<Mutex<usize>>,
 }
 
 impl Fake {
-    async fn start(mode: Upstream, answer: &'static str) -> (Self, String) {
+    pub(crate) async fn start(mode: Upstream, answer: &'static str) -> (Self, String) {
         let fake = Fake {
             mode,
             answer,
@@ -377,7 +381,7 @@ impl Fake {
         self.requests.lock().unwrap().clone()
     }
 
-    fn streaming_requests(&self) -> Vec<Value> {
+    pub(crate) fn streaming_requests(&self) -> Vec<Value> {
         self.requests()
             .into_iter()
             .filter(|r| r["stream"] == true)
@@ -472,7 +476,7 @@ async fn chat(
     ([("content-type", "text/event-stream")], body).into_response()
 }
 
-fn with_llm(url: String) -> impl FnOnce(&mut quire::Config) {
+pub(crate) fn with_llm(url: String) -> impl FnOnce(&mut quire::Config) {
     move |c| {
         c.llm.base_url = Some(url);
         c.llm.model = Some("fake-model".into());
@@ -630,14 +634,14 @@ async fn the_extractive_answerer_follows_a_conversation_too() {
 }
 
 /// Waits for the next non-keep-alive event.
-async fn next(events: &mut mpsc::UnboundedReceiver<Sse>) -> Sse {
+pub(crate) async fn next(events: &mut mpsc::UnboundedReceiver<Sse>) -> Sse {
     tokio::time::timeout(Duration::from_secs(10), events.recv())
         .await
         .expect("an event within 10 s")
         .expect("the stream is open")
 }
 
-async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+pub(crate) async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
     let started = Instant::now();
     while !condition() {
         assert!(
