@@ -4,6 +4,7 @@
 //! [`quire_server::build`], as `quire serve` does.
 
 pub mod bench;
+pub mod bench_cluster;
 pub mod bench_embed;
 pub mod bench_fuzz;
 pub mod bench_generate;

@@ -12,8 +12,8 @@ use quire_core::{Permission, SystemClock};
 use tracing_subscriber::EnvFilter;
 
 use quire_eval::{
-    bench, bench_embed, bench_fuzz, bench_generate, bench_ingest, bench_queries, bench_vectors,
-    eval, eval_ocr, eval_pages, eval_pii, eval_retrieval,
+    bench, bench_cluster, bench_embed, bench_fuzz, bench_generate, bench_ingest, bench_queries,
+    bench_vectors, eval, eval_ocr, eval_pages, eval_pii, eval_retrieval,
 };
 use quire_server::{Config, Overrides, open_store};
 
@@ -226,6 +226,10 @@ enum BenchCommand {
     /// Search throughput and latency over HTTP with 1, 8, 32… concurrent clients, on a BEIR
     /// corpus ingested into a fresh server with an embedding model.
     Queries(bench_queries::QueriesBenchArgs),
+    /// The embedded store against clusters of 1, 2, 3… nodes on one PostgreSQL database, on
+    /// the same BEIR corpus: ingest rate, how soon the last node finds the last document,
+    /// search latency through it, and PostgreSQL's share of the CPU.
+    Cluster(bench_cluster::ClusterBenchArgs),
     /// Feed every parser damaged files for a time budget, each through the parse worker as the
     /// server parses uploads; report per format what parsed, failed, panicked, crashed, timed
     /// out or ran out of memory, and save the findings.
@@ -438,6 +442,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         } => {
             init_logging(&config, "warn");
             bench_queries::queries(&config, args).await
+        }
+        Command::Bench {
+            command: BenchCommand::Cluster(args),
+        } => {
+            init_logging(&config, "warn");
+            bench_cluster::cluster(&config, args).await
         }
         Command::Bench {
             command: BenchCommand::Fuzz(args),

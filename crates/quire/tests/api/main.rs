@@ -4,6 +4,7 @@ mod admin;
 mod admin_browser;
 mod auth;
 mod authz;
+mod bench_cluster;
 mod bench_fuzz;
 mod bench_ingest;
 mod bench_queries;
