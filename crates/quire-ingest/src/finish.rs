@@ -15,6 +15,7 @@ use quire_core::{Clock, DocumentId};
 use quire_search::{Committed, KeywordIndex, VectorIndex};
 use quire_store::{ClaimedJob, FinishOutcome, ProcessedDocument, Store};
 
+use crate::follow::IndexedHere;
 use crate::progress::Progress;
 use crate::service::{IngestError, blocking};
 
@@ -24,6 +25,9 @@ use crate::service::{IngestError, blocking};
 pub(crate) struct Indexes {
     pub(crate) keyword: Arc<KeywordIndex>,
     pub(crate) vectors: Option<Arc<VectorIndex>>,
+    /// On a shared store: where documents indexed here and made ready are recorded, so this
+    /// node's feed follower does not index them again.
+    pub(crate) indexed_here: Option<IndexedHere>,
 }
 
 impl Indexes {
@@ -81,7 +85,12 @@ impl Finish {
         let chunk_count = document.chunks.len();
         progress.storing();
         match store.finish_document(&job, document, clock.now()).await? {
-            FinishOutcome::Stored => tracing::info!(chunks = chunk_count, "document ready"),
+            FinishOutcome::Stored => {
+                if let Some(indexed_here) = &indexes.indexed_here {
+                    indexed_here.record(id);
+                }
+                tracing::info!(chunks = chunk_count, "document ready");
+            }
             // Deleted while we worked: take back what was just indexed.
             FinishOutcome::DocumentGone => indexes.remove(id).await?,
             FinishOutcome::LeaseLost => {

@@ -6,15 +6,16 @@
 //! node needs from the others is only which documents became ready or went. A ready document's
 //! chunks are read from the store and its vectors copied from what the node that embedded it
 //! stored, so nothing is embedded twice. The node that processed a document indexed it already
-//! before making it ready; applying the change again replaces the entries with the same ones.
+//! before making it ready, and skips that change.
 //!
 //! The position reached is kept in a file next to the indexes and written only after the
 //! changes before it are committed, so a crash replays a little, never skips; a node with no
 //! file (a new node, or indexes thrown away) replays the feed from its start.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use quire_core::{DocumentId, DocumentStatus, SourceId};
@@ -23,6 +24,31 @@ use quire_store::{ChunkVectors, IndexChange, IndexChangeKind, Store};
 
 use crate::semantic::Semantic;
 use crate::service::{IngestError, blocking};
+
+/// Documents this node indexed itself and made ready on the shared store, whose `ready` change
+/// the follower may skip: the entries it would write are the ones already there. Each is
+/// forgotten when its change comes by, so the set holds only what the feed has not reached.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct IndexedHere(Arc<Mutex<HashSet<DocumentId>>>);
+
+impl IndexedHere {
+    /// Records that this node indexed `id` and its document is now ready.
+    pub(crate) fn record(&self, id: DocumentId) {
+        self.lock().insert(id);
+    }
+
+    /// Whether this node indexed `id` itself (forgetting it).
+    fn take(&self, id: DocumentId) -> bool {
+        self.lock().remove(&id)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<DocumentId>> {
+        // A set of ids, changed one insert or remove at a time: never left torn.
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
 
 /// Changes read from the store at a time.
 const BATCH: usize = 256;
@@ -39,6 +65,7 @@ pub struct FeedFollower {
     semantic: Option<Arc<Semantic>>,
     position_file: PathBuf,
     position: AtomicU64,
+    indexed_here: IndexedHere,
 }
 
 impl std::fmt::Debug for FeedFollower {
@@ -53,11 +80,12 @@ impl std::fmt::Debug for FeedFollower {
 impl FeedFollower {
     /// A follower for these indexes, resuming from the position recorded in `position_file`
     /// (from the feed's start when there is none).
-    pub fn open(
+    pub(crate) fn open(
         store: Arc<dyn Store>,
         keyword: Arc<KeywordIndex>,
         semantic: Option<Arc<Semantic>>,
         position_file: PathBuf,
+        indexed_here: IndexedHere,
     ) -> Result<Self, IngestError> {
         let position = read_position(&position_file)?;
         Ok(Self {
@@ -66,6 +94,7 @@ impl FeedFollower {
             semantic,
             position_file,
             position: AtomicU64::new(position),
+            indexed_here,
         })
     }
 
@@ -120,6 +149,8 @@ impl FeedFollower {
         let mut commits = Vec::with_capacity(changes.len());
         for change in changes {
             match change.kind {
+                // Indexed by this node's own worker just before it became ready.
+                IndexChangeKind::Ready if self.indexed_here.take(change.document_id) => {}
                 IndexChangeKind::Ready => {
                     if let Some(committed) = self.index_ready(change).await? {
                         commits.push(committed);

@@ -23,7 +23,7 @@ use tracing::Instrument;
 
 use crate::chunker::{ChunkingParams, TokenCounting, WHOLE_SECTIONS, cut_to_window};
 use crate::finish::{Finish, Finishing, Indexes};
-use crate::follow::FeedFollower;
+use crate::follow::{FeedFollower, IndexedHere};
 use crate::isolation::{Isolation, PagesRead, ParseJob, parse_isolated};
 use crate::originals::{StageError, StagedFile, StagedUpload, Staging};
 use crate::pipeline::{OutputLimits, Processed, ProcessingError};
@@ -137,6 +137,8 @@ pub struct Ingest {
     clock: Arc<dyn Clock>,
     settings: IngestSettings,
     wakeup: Notify,
+    /// On a shared store: documents this node indexed and made ready (see `follow`).
+    indexed_here: Option<IndexedHere>,
 }
 
 impl std::fmt::Debug for Ingest {
@@ -159,6 +161,7 @@ impl Ingest {
         settings: IngestSettings,
     ) -> Self {
         Self {
+            indexed_here: store.is_shared().then(IndexedHere::default),
             store,
             index,
             semantic: None,
@@ -217,6 +220,7 @@ impl Ingest {
             Arc::clone(&self.index),
             self.semantic.clone(),
             position_file,
+            self.indexed_here.clone().unwrap_or_default(),
         )
     }
 
@@ -374,6 +378,7 @@ impl Ingest {
         Indexes {
             keyword: Arc::clone(&self.index),
             vectors: self.semantic.as_ref().map(|s| Arc::clone(s.vectors())),
+            indexed_here: self.indexed_here.clone(),
         }
     }
 

@@ -17,11 +17,13 @@ use quire_parse::fixtures::pdf;
 use reqwest::multipart::{Form, Part};
 
 use crate::crash::{
-    BROKEN_EVERY, DOCUMENTS, Server, documents, each_chunk_is_found_once, key_from_cli, marker,
-    one_final_event_per_document, unfinished, upload_bytes,
+    BROKEN_EVERY, DOCUMENTS, Server, documents, each_chunk_is_found_once,
+    every_document_ends_as_it_should, key_from_cli, marker, one_final_event_per_document,
+    unfinished, upload_bytes,
 };
 use crate::generate::{
-    Fake, PUMP_PAGES, Upstream, next, sse_events, start_generate, wait_until, with_llm,
+    Fake, PUMP_PAGES, Upstream, start_generate, three_questions_are_answered_in_arrival_order,
+    with_llm,
 };
 use crate::helpers::{TestServer, body, postgres_schema_url, start_time, test_config};
 use crate::semantic::{model_dir, renamed_model};
@@ -51,6 +53,11 @@ async fn found(server: &TestServer, key: &str, query: &str) -> Vec<String> {
         .iter()
         .map(|r| r["document"]["name"].as_str().unwrap().to_owned())
         .collect()
+}
+
+/// Whether the best result of `query` through `server` is a chunk of the document `name`.
+async fn finds_first(server: &TestServer, key: &str, query: &str, name: &str) -> bool {
+    found(server, key, query).await.first().map(String::as_str) == Some(name)
 }
 
 /// Chunks in a node's own vector replica, as its version endpoint reports them.
@@ -117,11 +124,7 @@ async fn what_one_node_makes_ready_or_deletes_reaches_the_other_nodes_indexes() 
 
     // By its words: the keyword index followed.
     let seen = within_bound("the second node finding the word", || async {
-        found(&second, &key, "windowsill")
-            .await
-            .first()
-            .map(String::as_str)
-            == Some("pets.md")
+        finds_first(&second, &key, "windowsill", "pets.md").await
     })
     .await;
     eprintln!("the second node found a document made ready on the first after {seen:?}");
@@ -133,12 +136,7 @@ async fn what_one_node_makes_ready_or_deletes_reaches_the_other_nodes_indexes() 
         || async { replica_chunks(&second).await == 2 },
     )
     .await;
-    let names = found(&second, &key, "a feline napping").await;
-    assert_eq!(
-        names.first().map(String::as_str),
-        Some("pets.md"),
-        "{names:?}"
-    );
+    assert!(finds_first(&second, &key, "a feline napping", "pets.md").await);
 
     // Deleted through the second node: the first node's indexes let it go.
     let deleted = second
@@ -154,13 +152,7 @@ async fn what_one_node_makes_ready_or_deletes_reaches_the_other_nodes_indexes() 
         let names = found(server, &key, "windowsill").await;
         assert!(!names.contains(&"pets.md".to_owned()), "{names:?}");
     }
-    assert_eq!(
-        found(&second, &key, "rain and wind on the coast")
-            .await
-            .first()
-            .map(String::as_str),
-        Some("weather.md")
-    );
+    assert!(finds_first(&second, &key, "rain and wind on the coast", "weather.md").await);
 }
 
 /// A node that joins later (an empty data directory) replays the feed and finds everything.
@@ -197,11 +189,7 @@ async fn a_node_that_joins_later_replays_the_feed() {
     })
     .await;
     within_bound("the late node finding the last note", || async {
-        found(&late, &key, "marker4")
-            .await
-            .first()
-            .map(String::as_str)
-            == Some("note4.md")
+        finds_first(&late, &key, "marker4", "note4.md").await
     })
     .await;
     for i in 1..5 {
@@ -338,25 +326,7 @@ async fn three_processes_share_the_work_and_survive_a_killed_node() {
     );
 
     // Its jobs come back when their leases run out; the other two finish everything.
-    let started = Instant::now();
-    let docs = loop {
-        let docs = documents(&client, &nodes[1], &key, &source).await;
-        if unfinished(&docs) == 0 {
-            break docs;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(90),
-            "documents still unfinished: {docs}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    let docs = docs.as_array().unwrap();
-    assert_eq!(docs.len(), DOCUMENTS, "no upload lost and none doubled");
-    for doc in docs {
-        let broken = ids[doc["id"].as_str().unwrap()].is_multiple_of(BROKEN_EVERY);
-        let wanted = if broken { "failed" } else { "ready" };
-        assert_eq!(doc["status"], wanted, "{doc}");
-    }
+    every_document_ends_as_it_should(&client, &nodes[1], &key, &source, &ids).await;
 
     // The killed node comes back and catches up from the feed; every node finds each chunk
     // exactly once.
@@ -494,65 +464,17 @@ async fn questions_through_any_node_stand_in_one_line() {
         .await;
     first.wait_for_status(&key, &source, &id, "ready").await;
     within_bound("the second node finding the manual", || async {
-        found(&second, &key, "primed")
-            .await
-            .first()
-            .map(String::as_str)
-            == Some("pump-manual.pdf")
+        finds_first(&second, &key, "primed", "pump-manual.pdf").await
     })
     .await;
-    let question = |n: usize| json!({"query": format!("question {n} about the pump")});
-    let ask = async |server: &TestServer, n: usize| start_generate(server, &key, question(n)).await;
-
-    let mut a = sse_events(ask(&first, 1).await);
-    wait_until("A reaches the model", || {
-        fake.streaming_requests().len() == 1
+    // Questions 1 and 3 through the first node, 2 through the second: one line.
+    three_questions_are_answered_in_arrival_order(&fake, |n| {
+        let node = if n == 2 { &second } else { &first };
+        start_generate(
+            node,
+            &key,
+            json!({"query": format!("question {n} about the pump")}),
+        )
     })
     .await;
-    let mut b = sse_events(ask(&second, 2).await);
-    assert_eq!(next(&mut b).await.data, json!({"position": 1}));
-    let mut c = sse_events(ask(&first, 3).await);
-    assert_eq!(next(&mut c).await.data, json!({"position": 2}));
-
-    // A's answer ends on the first node: the slot goes to B, on the second.
-    fake.release.notify_one();
-    assert_eq!(next(&mut a).await.event, "delta");
-    assert_eq!(next(&mut c).await.data, json!({"position": 1}));
-    wait_until("B reaches the model", || {
-        fake.streaming_requests().len() == 2
-    })
-    .await;
-    fake.release.notify_one();
-    assert_eq!(next(&mut b).await.event, "delta");
-    wait_until("C reaches the model", || {
-        fake.streaming_requests().len() == 3
-    })
-    .await;
-    fake.release.notify_one();
-    assert_eq!(next(&mut c).await.event, "delta");
-    for events in [&mut a, &mut b, &mut c] {
-        let mut last = next(events).await;
-        while let Some(e) = events.recv().await {
-            last = e;
-        }
-        assert_eq!(last.event, "done");
-    }
-    let order: Vec<String> = fake
-        .streaming_requests()
-        .iter()
-        .map(|r| {
-            r["messages"].as_array().unwrap().last().unwrap()["content"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect();
-    assert_eq!(
-        order,
-        [
-            "question 1 about the pump",
-            "question 2 about the pump",
-            "question 3 about the pump"
-        ]
-    );
 }

@@ -661,13 +661,25 @@ async fn waiting_streams_see_their_place_move_up_in_fifo_order() {
         c.llm.timeout_seconds = 30;
     })
     .await;
-    let ask = |n: usize| {
+    three_questions_are_answered_in_arrival_order(&fake, |n| {
         start_generate(
             &server,
             &key,
             json!({"query": format!("question {n} about the pump")}),
         )
-    };
+    })
+    .await;
+}
+
+/// Asks questions 1, 2 and 3 (`ask(n)`, through whichever node) of a gated fake model with one
+/// slot: 2 and 3 wait at positions 1 and 2, move up as answers end, reach the model in order,
+/// and every stream ends with `done`.
+pub(crate) async fn three_questions_are_answered_in_arrival_order<F>(
+    fake: &Fake,
+    ask: impl Fn(usize) -> F,
+) where
+    F: Future<Output = reqwest::Response>,
+{
     let mut a = sse_events(ask(1).await);
     wait_until("A reaches the model", || {
         fake.streaming_requests().len() == 1

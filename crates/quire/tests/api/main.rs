@@ -33,4 +33,5 @@ mod scope;
 mod search;
 mod semantic;
 mod sources;
+mod store_outage;
 mod webhooks;
