@@ -18,7 +18,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use quire_core::{DocumentId, DocumentStatus, SourceId};
+use futures_util::StreamExt as _;
+use quire_core::{DocumentId, DocumentStatus};
 use quire_search::{IndexedChunk, KeywordIndex};
 use quire_store::{ChunkVectors, IndexChange, IndexChangeKind, Store};
 
@@ -145,22 +146,35 @@ impl FeedFollower {
     }
 
     /// Applies `changes` in order, then waits until the keyword index has committed them.
+    /// What a ready document needs from the store (its record, chunks and vectors) is read for
+    /// several documents at once, ahead of applying them: one after another, those round
+    /// trips left a node minutes behind a busy cluster.
     async fn apply(&self, changes: &[IndexChange]) -> Result<(), IngestError> {
+        let mut fetched = futures_util::stream::iter(changes.iter().copied())
+            .map(|change| async move { (change, self.fetch(&change).await) })
+            .buffered(PREFETCH);
         let mut commits = Vec::with_capacity(changes.len());
-        for change in changes {
+        while let Some((change, fetched)) = fetched.next().await {
+            let id = change.document_id;
             match change.kind {
-                // Indexed by this node's own worker just before it became ready.
-                IndexChangeKind::Ready if self.indexed_here.take(change.document_id) => {}
                 IndexChangeKind::Ready => {
-                    if let Some(committed) = self.index_ready(change).await? {
-                        commits.push(committed);
+                    let Some(ready) = fetched? else {
+                        continue;
+                    };
+                    if let (Some(semantic), Some(entries)) = (&self.semantic, ready.vectors) {
+                        let vectors = Arc::clone(semantic.vectors());
+                        let source = change.source_id;
+                        blocking(move || vectors.replace_document(id, source, &entries)).await??;
                     }
+                    commits.push(
+                        self.keyword
+                            .submit_replace(id, change.source_id, ready.chunks),
+                    );
                 }
                 IndexChangeKind::Removed => {
-                    commits.push(self.keyword.submit_delete(change.document_id));
+                    commits.push(self.keyword.submit_delete(id));
                     if let Some(semantic) = &self.semantic {
                         let vectors = Arc::clone(semantic.vectors());
-                        let id = change.document_id;
                         blocking(move || vectors.delete_document(id)).await??;
                     }
                 }
@@ -172,14 +186,16 @@ impl FeedFollower {
         Ok(())
     }
 
-    /// Indexes a document that became ready, from what the store holds now. A document that
-    /// is gone or no longer ready is left alone: the change that took it away comes later in
-    /// the feed.
-    async fn index_ready(
-        &self,
-        change: &IndexChange,
-    ) -> Result<Option<quire_search::Committed>, IngestError> {
+    /// What a `ready` change needs from the store: nothing for a document this node indexed
+    /// itself, or one that is gone or no longer ready (the change that took it away comes
+    /// later in the feed); else its chunks as the keyword index takes them and the vectors
+    /// the embedding node stored, when they are of this node's model (the backfill embeds
+    /// the others here). A `removed` change needs nothing.
+    async fn fetch(&self, change: &IndexChange) -> Result<Option<ReadyDocument>, IngestError> {
         let id = change.document_id;
+        if change.kind != IndexChangeKind::Ready || self.indexed_here.take(id) {
+            return Ok(None);
+        }
         let Some(document) = self.store.find_document(id).await? else {
             return Ok(None);
         };
@@ -187,12 +203,19 @@ impl FeedFollower {
             return Ok(None);
         }
         let chunks = self.store.document_chunks(id).await?;
+        let vectors = match &self.semantic {
+            Some(semantic) => {
+                let stored = self.store.document_vectors(id).await?;
+                let entries = stored_entries(semantic, stored, &chunks);
+                if entries.is_none() {
+                    tracing::debug!(document = %id, "no usable stored vectors; the backfill embeds it");
+                }
+                entries
+            }
+            None => None,
+        };
         let title = crate::document_title(&document.name);
-        if let Some(semantic) = &self.semantic {
-            self.copy_vectors(semantic, id, change.source_id, &chunks)
-                .await?;
-        }
-        let indexed = chunks
+        let chunks = chunks
             .into_iter()
             .map(|c| IndexedChunk {
                 title: title.clone(),
@@ -202,31 +225,18 @@ impl FeedFollower {
                 content: c.content,
             })
             .collect();
-        Ok(Some(self.keyword.submit_replace(
-            id,
-            change.source_id,
-            indexed,
-        )))
+        Ok(Some(ReadyDocument { chunks, vectors }))
     }
+}
 
-    /// Copies the vectors the embedding node stored into this node's replica. Vectors of
-    /// another model (or none) are left out; the backfill embeds those documents here.
-    async fn copy_vectors(
-        &self,
-        semantic: &Semantic,
-        id: DocumentId,
-        source: SourceId,
-        chunks: &[quire_core::ChunkDraft],
-    ) -> Result<(), IngestError> {
-        let stored = self.store.document_vectors(id).await?;
-        let Some(entries) = stored_entries(semantic, stored, chunks) else {
-            tracing::debug!(document = %id, "no usable stored vectors; the backfill embeds it");
-            return Ok(());
-        };
-        let vectors = Arc::clone(semantic.vectors());
-        blocking(move || vectors.replace_document(id, source, &entries)).await??;
-        Ok(())
-    }
+/// Documents whose store reads run ahead of the one being applied: enough to hide the round
+/// trips, few enough to leave most of the node's pool of 10 connections to its requests.
+const PREFETCH: usize = 4;
+
+/// A ready document as the follower applies it.
+struct ReadyDocument {
+    chunks: Vec<IndexedChunk>,
+    vectors: Option<Vec<(u32, Vec<f32>)>>,
 }
 
 /// The feed position a node has applied, as a gauge.

@@ -142,6 +142,7 @@ impl SharedLine {
 
     /// Looks at the queue once and tells each local ticket its place.
     async fn look(&self) -> Result<(), StoreError> {
+        let asked = Instant::now();
         let now = self.clock.now();
         let view = self
             .store
@@ -159,6 +160,8 @@ impl SharedLine {
                     Place::Waiting(usize::try_from(*n).unwrap_or(usize::MAX))
                 }
                 Some(TicketPlace::Running) => Place::Running,
+                // Joined while this look was under way: the view may predate it.
+                None if *joined >= asked => continue,
                 // Removed while this node was silent too long: let the question go on rather
                 // than wait for a turn that will never come.
                 None => Place::Running,

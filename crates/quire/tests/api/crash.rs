@@ -294,7 +294,13 @@ pub(crate) async fn each_chunk_is_found_once(
             .iter()
             .map(|r| r["document"]["id"].as_str().unwrap())
             .collect();
-        assert_eq!(hits, [id.as_str()], "{} found {found}", marker(*i));
+        assert_eq!(
+            hits,
+            [id.as_str()],
+            "{} found through {}: {found}",
+            marker(*i),
+            server.address
+        );
     }
 }
 
