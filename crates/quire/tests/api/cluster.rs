@@ -55,6 +55,27 @@ async fn found(server: &TestServer, key: &str, query: &str) -> Vec<String> {
         .collect()
 }
 
+/// The results of `query` through `server`: each hit's document, page, text and score.
+async fn ranking(server: &TestServer, key: &str, query: &str) -> Vec<(String, Value, String, f64)> {
+    let response = server
+        .search(key, json!({"query": query, "limit": 10}))
+        .await;
+    assert_eq!(response.status(), 200);
+    body(response).await["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["document"]["id"].as_str().unwrap().to_owned(),
+                r["metadata"]["page"].clone(),
+                r["content"].as_str().unwrap().to_owned(),
+                r["score"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
 /// Whether the best result of `query` through `server` is a chunk of the document `name`.
 async fn finds_first(server: &TestServer, key: &str, query: &str, name: &str) -> bool {
     found(server, key, query).await.first().map(String::as_str) == Some(name)
@@ -137,6 +158,19 @@ async fn what_one_node_makes_ready_or_deletes_reaches_the_other_nodes_indexes() 
     )
     .await;
     assert!(finds_first(&second, &key, "a feline napping", "pets.md").await);
+    // Both nodes rank from indexes with the same contents: the same results, the same scores.
+    for query in [
+        "windowsill",
+        "a feline napping",
+        "storm at sea",
+        "afternoon",
+    ] {
+        assert_eq!(
+            ranking(&first, &key, query).await,
+            ranking(&second, &key, query).await,
+            "{query}"
+        );
+    }
 
     // Deleted through the second node: the first node's indexes let it go.
     let deleted = second

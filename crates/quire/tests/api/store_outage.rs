@@ -129,3 +129,33 @@ async fn a_node_whose_database_goes_away_answers_503_and_recovers_by_itself() {
         .await;
     assert_eq!(created.status(), StatusCode::CREATED);
 }
+
+/// A database that cannot be reached when `quire serve` starts: it exits with a non-zero code
+/// and says which database, with the password masked.
+#[tokio::test]
+async fn serve_with_an_unreachable_database_exits_naming_it_without_its_password() {
+    // Port 1 on the loopback: nothing listens there, so the connection is refused at once.
+    let dir = tempfile::tempdir().unwrap();
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_quire"))
+        .args(["serve", "--bind", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path())
+        .env_remove("QUIRE_DATA_DIR")
+        .env(
+            "QUIRE_STORE_URL",
+            "postgres://quire:pg-hunter2@127.0.0.1:1/quire",
+        )
+        .env("QUIRE_EMBEDDING_USE_CACHED_MODEL", "false")
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("postgres://quire:***@127.0.0.1:1/quire"),
+        "the database is not named: {stderr}"
+    );
+    assert!(
+        !stderr.contains("hunter2"),
+        "the password was printed: {stderr}"
+    );
+}
