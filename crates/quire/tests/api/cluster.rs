@@ -17,9 +17,9 @@ use quire_parse::fixtures::pdf;
 use reqwest::multipart::{Form, Part};
 
 use crate::crash::{
-    BROKEN_EVERY, DOCUMENTS, Server, documents, each_chunk_is_found_once,
+    BROKEN_EVERY, DOCUMENTS, Server, create_source, documents, each_chunk_is_found_once,
     every_document_ends_as_it_should, key_from_cli, marker, one_final_event_per_document,
-    unfinished, upload_bytes,
+    register_final_events, unfinished, upload_bytes,
 };
 use crate::generate::{
     Fake, PUMP_PAGES, Upstream, start_generate, three_questions_are_answered_in_arrival_order,
@@ -41,15 +41,19 @@ fn node(url: &str) -> impl Fn(&mut Config) + '_ {
     }
 }
 
-/// The names of the documents a search through `server` returns, best first.
-async fn found(server: &TestServer, key: &str, query: &str) -> Vec<String> {
+/// The results of `query` through `server` (at most `limit`), best first.
+async fn results(server: &TestServer, key: &str, query: &str, limit: usize) -> Vec<Value> {
     let response = server
-        .search(key, json!({"query": query, "limit": 5}))
+        .search(key, json!({"query": query, "limit": limit}))
         .await;
     assert_eq!(response.status(), 200);
-    body(response).await["results"]
-        .as_array()
-        .unwrap()
+    body(response).await["results"].as_array().unwrap().clone()
+}
+
+/// The names of the documents a search through `server` returns, best first.
+async fn found(server: &TestServer, key: &str, query: &str) -> Vec<String> {
+    results(server, key, query, 5)
+        .await
         .iter()
         .map(|r| r["document"]["name"].as_str().unwrap().to_owned())
         .collect()
@@ -57,13 +61,8 @@ async fn found(server: &TestServer, key: &str, query: &str) -> Vec<String> {
 
 /// The results of `query` through `server`: each hit's document, page, text and score.
 async fn ranking(server: &TestServer, key: &str, query: &str) -> Vec<(String, Value, String, f64)> {
-    let response = server
-        .search(key, json!({"query": query, "limit": 10}))
-        .await;
-    assert_eq!(response.status(), 200);
-    body(response).await["results"]
-        .as_array()
-        .unwrap()
+    results(server, key, query, 10)
+        .await
         .iter()
         .map(|r| {
             (
@@ -309,28 +308,8 @@ async fn three_processes_share_the_work_and_survive_a_killed_node() {
         nodes.push(Server::start_with(dir.path(), env()).await);
     }
     let (receiver, hook_url) = Receiver::start(Duration::ZERO).await;
-    let created: Value = client
-        .post(nodes[1].url("/api/v1/webhooks"))
-        .bearer_auth(&key)
-        .json(&json!({"url": hook_url, "events": ["document.ready", "document.failed"]}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    *receiver.secret.lock().unwrap() = created["secret"].as_str().unwrap().to_owned();
-    let source: Value = client
-        .post(nodes[2].url("/api/v1/sources"))
-        .bearer_auth(&key)
-        .json(&json!({"name": "Cluster"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let source = source["id"].as_str().unwrap().to_owned();
+    register_final_events(&client, &nodes[1], &key, &receiver, &hook_url).await;
+    let source = create_source(&client, &nodes[2], &key, "Cluster").await;
 
     let mut ids = BTreeMap::new();
     let mut unfinished_at_kill = 0;

@@ -162,28 +162,8 @@ async fn killing_the_server_mid_work_loses_and_repeats_nothing() {
     let (receiver, hook_url) = Receiver::start(Duration::ZERO).await;
 
     let mut server = Server::start(dir.path()).await;
-    let created: Value = client
-        .post(server.url("/api/v1/webhooks"))
-        .bearer_auth(&key)
-        .json(&json!({"url": hook_url, "events": ["document.ready", "document.failed"]}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    *receiver.secret.lock().unwrap() = created["secret"].as_str().unwrap().to_owned();
-    let source: Value = client
-        .post(server.url("/api/v1/sources"))
-        .bearer_auth(&key)
-        .json(&json!({"name": "Crash", "description": "killed again and again"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let source = source["id"].as_str().unwrap().to_owned();
+    register_final_events(&client, &server, &key, &receiver, &hook_url).await;
+    let source = create_source(&client, &server, &key, "Crash").await;
 
     // Uploads are durable once answered; the first kill comes while they are processed.
     let mut ids = BTreeMap::new();
@@ -232,6 +212,48 @@ async fn killing_the_server_mid_work_loses_and_repeats_nothing() {
     each_chunk_is_found_once(&client, &server, &key, &ids).await;
     one_final_event_per_document(&receiver, &ids).await;
     server.kill().await;
+}
+
+/// Registers `hook_url` for the documents' final events through `server`, and gives `receiver`
+/// the webhook's secret to verify them with.
+pub(crate) async fn register_final_events(
+    client: &reqwest::Client,
+    server: &Server,
+    key: &str,
+    receiver: &Receiver,
+    hook_url: &str,
+) {
+    let created: Value = client
+        .post(server.url("/api/v1/webhooks"))
+        .bearer_auth(key)
+        .json(&json!({"url": hook_url, "events": ["document.ready", "document.failed"]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    *receiver.secret.lock().unwrap() = created["secret"].as_str().unwrap().to_owned();
+}
+
+/// Creates a source named `name` through `server` and returns its id.
+pub(crate) async fn create_source(
+    client: &reqwest::Client,
+    server: &Server,
+    key: &str,
+    name: &str,
+) -> String {
+    let source: Value = client
+        .post(server.url("/api/v1/sources"))
+        .bearer_auth(key)
+        .json(&json!({"name": name}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    source["id"].as_str().unwrap().to_owned()
 }
 
 /// Waits (at most 90 s) until no document of `source` is unfinished, then checks that none was
