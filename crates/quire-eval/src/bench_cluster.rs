@@ -18,7 +18,6 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use clap::Args;
 use quire_server::Config;
-use sqlx::Connection as _;
 
 use crate::bench::{percentile, read_jsonl};
 use crate::bench_ingest::corpus_files;
@@ -131,9 +130,11 @@ pub async fn cluster(base: &Config, args: ClusterBenchArgs) -> anyhow::Result<()
     for &nodes in &args.nodes {
         anyhow::ensure!(nodes > 0, "a cluster needs at least one node");
         let schema = format!("quire_bench_{}", uuid::Uuid::new_v4().simple());
-        let url = schema_url(&args.postgres_url, &schema).await?;
+        let url = quire_store::create_schema(&args.postgres_url, &schema)
+            .await
+            .context("could not make a schema on --postgres-url")?;
         let report = run(&config, &files, &queries, Some((nodes, url))).await;
-        drop_schema(&args.postgres_url, &schema).await?;
+        quire_store::drop_schema(&args.postgres_url, &schema).await?;
         reports.push(report?);
     }
     println!(
@@ -249,30 +250,6 @@ async fn ready_documents(
         }
     }
     Ok((ready, chunks))
-}
-
-/// The URL of a new schema `schema` on the server `server`.
-async fn schema_url(server: &str, schema: &str) -> anyhow::Result<String> {
-    let mut admin = sqlx::PgConnection::connect(server)
-        .await
-        .context("could not connect to --postgres-url")?;
-    sqlx::raw_sql(&format!("CREATE SCHEMA {schema}"))
-        .execute(&mut admin)
-        .await?;
-    admin.close().await?;
-    let separator = if server.contains('?') { '&' } else { '?' };
-    Ok(format!(
-        "{server}{separator}options=-c%20search_path%3D{schema}"
-    ))
-}
-
-async fn drop_schema(server: &str, schema: &str) -> anyhow::Result<()> {
-    let mut admin = sqlx::PgConnection::connect(server).await?;
-    sqlx::raw_sql(&format!("DROP SCHEMA {schema} CASCADE"))
-        .execute(&mut admin)
-        .await?;
-    admin.close().await?;
-    Ok(())
 }
 
 /// CPU seconds (user and system) used so far by every process named `postgres` on this

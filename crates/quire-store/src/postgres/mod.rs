@@ -17,6 +17,7 @@ mod progress;
 mod queue;
 mod rate;
 mod reviews;
+pub(crate) mod schemas;
 mod sources;
 mod wakeups;
 mod webhooks;

@@ -3,7 +3,6 @@
 use std::sync::Arc;
 
 use quire_store::{Store, StoreLocation};
-use sqlx::{Connection, PgConnection};
 
 /// The variable naming the PostgreSQL server the `postgres::…` tests use.
 const POSTGRES_URL_VARIABLE: &str = "QUIRE_TEST_POSTGRES_URL";
@@ -45,16 +44,9 @@ impl TestDb {
             )
         });
         let schema = format!("quire_test_{}", uuid::Uuid::new_v4().simple());
-        let mut admin = PgConnection::connect(&server)
+        let url = quire_store::create_schema(&server, &schema)
             .await
-            .unwrap_or_else(|e| panic!("{POSTGRES_URL_VARIABLE}: cannot connect: {e}"));
-        sqlx::raw_sql(&format!("CREATE SCHEMA {schema}"))
-            .execute(&mut admin)
-            .await
-            .unwrap();
-        admin.close().await.unwrap();
-        let separator = if server.contains('?') { '&' } else { '?' };
-        let url = format!("{server}{separator}options=-c%20search_path%3D{schema}");
+            .unwrap_or_else(|e| panic!("{POSTGRES_URL_VARIABLE}: {e}"));
         let location = StoreLocation::parse(&url).unwrap();
         Self::Postgres {
             server,
@@ -78,12 +70,7 @@ impl TestDb {
     /// thrown away with its data).
     pub async fn finish(self) {
         if let Self::Postgres { server, schema, .. } = self {
-            let mut admin = PgConnection::connect(&server).await.unwrap();
-            sqlx::raw_sql(&format!("DROP SCHEMA {schema} CASCADE"))
-                .execute(&mut admin)
-                .await
-                .unwrap();
-            admin.close().await.unwrap();
+            quire_store::drop_schema(&server, &schema).await.unwrap();
         }
     }
 }

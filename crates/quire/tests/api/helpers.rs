@@ -79,8 +79,7 @@ pub fn postgres_schema_url(schema: &str) -> String {
         )
     });
     let schema = schema.to_owned();
-    let separator = if server.contains('?') { '&' } else { '?' };
-    let url = format!("{server}{separator}options=-c%20search_path%3D{schema}");
+    let url = quire_store::schema_url(&server, &schema);
     // Every configuration and CLI run of a server asks again: make each schema once.
     static MADE: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let mut made = MADE
@@ -97,15 +96,9 @@ pub fn postgres_schema_url(schema: &str) -> String {
             .enable_all()
             .build()
             .unwrap();
-        runtime.block_on(async {
-            use sqlx::Connection as _;
-            let mut admin = sqlx::PgConnection::connect(&admin_url).await.unwrap();
-            sqlx::raw_sql(&format!("CREATE SCHEMA IF NOT EXISTS {name}"))
-                .execute(&mut admin)
-                .await
-                .unwrap();
-            admin.close().await.unwrap();
-        });
+        runtime
+            .block_on(quire_store::create_schema(&admin_url, &name))
+            .unwrap();
     })
     .join()
     .unwrap();
