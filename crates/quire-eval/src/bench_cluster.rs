@@ -20,7 +20,7 @@ use clap::Args;
 use quire_server::Config;
 
 use crate::bench::{percentile, read_jsonl};
-use crate::bench_ingest::corpus_files;
+use crate::bench_ingest::{PipelineArgs, corpus_files};
 use crate::bench_server::BenchServer;
 
 /// Options of `quire bench cluster`.
@@ -45,15 +45,8 @@ pub struct ClusterBenchArgs {
     /// Node counts to measure, in order (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "1,2,3")]
     nodes: Vec<usize>,
-    /// Embedding model directory; defaults to the configured `embedding.model_dir`.
-    #[arg(long, value_name = "DIR")]
-    model_dir: Option<PathBuf>,
-    /// No embedder: parse, chunk, keyword index and store only.
-    #[arg(long, conflicts_with = "model_dir")]
-    keyword_only: bool,
-    /// Background workers per node (default: the configured `workers.count`).
-    #[arg(long)]
-    workers: Option<usize>,
+    #[command(flatten)]
+    pipeline: PipelineArgs,
 }
 
 /// What one configuration measured.
@@ -104,23 +97,13 @@ pub async fn cluster(base: &Config, args: ClusterBenchArgs) -> anyhow::Result<()
         .filter_map(|q| q["text"].as_str().map(str::to_owned))
         .collect();
     let mut config = base.clone();
-    if let Some(workers) = args.workers {
-        config.workers.count = workers;
-    }
-    if args.keyword_only {
-        config.embedding.model_dir = None;
-        config.embedding.base_url = None;
-        config.embedding.use_cached_model = false;
-    } else if let Some(dir) = &args.model_dir {
-        config.embedding.model_dir = Some(dir.clone());
-        config.embedding.base_url = None;
-    }
+    args.pipeline.apply(&mut config);
     println!(
         "{} documents, {} queries, {} workers per node, {}",
         files.len(),
         queries.len(),
         config.workers.count,
-        if args.keyword_only {
+        if args.pipeline.keyword_only {
             "keyword only"
         } else {
             "hybrid"

@@ -43,21 +43,46 @@ pub struct IngestBenchArgs {
     /// Take only the first N documents (or files).
     #[arg(long, value_name = "N")]
     limit: Option<usize>,
-    /// Embedding model directory; defaults to the configured `embedding.model_dir`.
-    #[arg(long, value_name = "DIR")]
-    model_dir: Option<PathBuf>,
-    /// No embedder: parse, chunk, keyword index and store only.
-    #[arg(long, conflicts_with = "model_dir")]
-    keyword_only: bool,
-    /// Background workers (default: the configured `workers.count`).
-    #[arg(long)]
-    workers: Option<usize>,
+    #[command(flatten)]
+    pipeline: PipelineArgs,
     /// Files per bulk-upload request (at most the configured `limits.max_bulk_files`).
     #[arg(long, default_value_t = 100)]
     batch: usize,
     /// Chunks the embedder embeds again on its own after the ingestion, for its own rate.
     #[arg(long, default_value_t = 300)]
     embed_sample: usize,
+}
+
+/// How a benched server processes documents, for the benches that ingest (`ingest`,
+/// `cluster`): which embedder, and how many workers.
+#[derive(Debug, Args)]
+pub(crate) struct PipelineArgs {
+    /// Embedding model directory; defaults to the configured `embedding.model_dir`.
+    #[arg(long, value_name = "DIR")]
+    model_dir: Option<PathBuf>,
+    /// No embedder: parse, chunk, keyword index and store only.
+    #[arg(long, conflicts_with = "model_dir")]
+    pub(crate) keyword_only: bool,
+    /// Background workers (per node; default: the configured `workers.count`).
+    #[arg(long)]
+    workers: Option<usize>,
+}
+
+impl PipelineArgs {
+    /// `config` with these choices made.
+    pub(crate) fn apply(&self, config: &mut Config) {
+        if let Some(workers) = self.workers {
+            config.workers.count = workers;
+        }
+        if self.keyword_only {
+            config.embedding.model_dir = None;
+            config.embedding.base_url = None;
+            config.embedding.use_cached_model = false;
+        } else if let Some(dir) = &self.model_dir {
+            config.embedding.model_dir = Some(dir.clone());
+            config.embedding.base_url = None;
+        }
+    }
 }
 
 /// One file to upload: its name and its bytes.
@@ -187,27 +212,17 @@ pub async fn ingest(base: &Config, args: IngestBenchArgs) -> anyhow::Result<()> 
     let scratch = tempfile::tempdir().context("could not create a scratch directory")?;
     let mut config = base.clone();
     config.data_dir = scratch.path().to_path_buf();
-    if let Some(workers) = args.workers {
-        config.workers.count = workers;
-    }
+    args.pipeline.apply(&mut config);
     anyhow::ensure!(
         config.workers.count > 0,
         "the bench needs at least one worker"
     );
-    if args.keyword_only {
-        config.embedding.model_dir = None;
-        config.embedding.base_url = None;
-        config.embedding.use_cached_model = false;
-    } else if let Some(dir) = &args.model_dir {
-        config.embedding.model_dir = Some(dir.clone());
-        config.embedding.base_url = None;
-    }
     // The stage histogram is recorded through the `metrics` facade, a no-op until a recorder
     // is installed; the bench reads it from the recorder, as a scrape of `/metrics` would.
     let metrics = quire_server::metrics::recorder()?;
     let server = BenchServer::start(&config, "quire bench ingest").await?;
     let state = server.state.clone();
-    if !args.keyword_only && state.ingest.semantic().is_none() {
+    if !args.pipeline.keyword_only && state.ingest.semantic().is_none() {
         bail!(
             "no embedding model ({}): pass --model-dir DIR, set QUIRE_EMBEDDING_MODEL_DIR, or \
              measure --keyword-only",
