@@ -14,12 +14,11 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use quire_parse::fixtures::pdf;
-use reqwest::multipart::{Form, Part};
 
 use crate::crash::{
     BROKEN_EVERY, DOCUMENTS, Server, create_source, documents, each_chunk_is_found_once,
     every_document_ends_as_it_should, key_from_cli, marker, one_final_event_per_document,
-    register_final_events, unfinished, upload_bytes,
+    register_final_events, unfinished, upload_documents,
 };
 use crate::generate::{
     Fake, PUMP_PAGES, Upstream, start_generate, three_questions_are_answered_in_arrival_order,
@@ -311,27 +310,28 @@ async fn three_processes_share_the_work_and_survive_a_killed_node() {
     register_final_events(&client, &nodes[1], &key, &receiver, &hook_url).await;
     let source = create_source(&client, &nodes[2], &key, "Cluster").await;
 
+    // The third node dies halfway through the uploads, while the nodes work on them.
     let mut ids = BTreeMap::new();
-    let mut unfinished_at_kill = 0;
-    for i in 0..DOCUMENTS {
-        // The third node dies halfway through the uploads, while the nodes work on them.
-        if i == DOCUMENTS / 2 {
-            unfinished_at_kill = unfinished(&documents(&client, &nodes[1], &key, &source).await);
-            nodes.pop().unwrap().kill().await;
-        }
-        let (name, bytes) = upload_bytes(i);
-        let form = Form::new().part("file", Part::bytes(bytes).file_name(name));
-        let response = client
-            .post(nodes[0].url(&format!("/api/v1/sources/{source}/documents/upload")))
-            .bearer_auth(&key)
-            .multipart(form)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), reqwest::StatusCode::ACCEPTED);
-        let doc: Value = response.json().await.unwrap();
-        ids.insert(doc["id"].as_str().unwrap().to_owned(), i);
-    }
+    upload_documents(
+        &client,
+        &nodes[0],
+        &key,
+        &source,
+        0..DOCUMENTS / 2,
+        &mut ids,
+    )
+    .await;
+    let unfinished_at_kill = unfinished(&documents(&client, &nodes[1], &key, &source).await);
+    nodes.pop().unwrap().kill().await;
+    upload_documents(
+        &client,
+        &nodes[0],
+        &key,
+        &source,
+        DOCUMENTS / 2..DOCUMENTS,
+        &mut ids,
+    )
+    .await;
     eprintln!("documents unfinished when the third node was killed: {unfinished_at_kill}");
     assert!(
         unfinished_at_kill > 0,

@@ -113,7 +113,7 @@ pub(crate) fn marker(i: usize) -> String {
     format!("crashmarker{i:03}")
 }
 
-pub(crate) fn upload_bytes(i: usize) -> (String, Vec<u8>) {
+fn upload_bytes(i: usize) -> (String, Vec<u8>) {
     if i.is_multiple_of(BROKEN_EVERY) {
         // Distinct bytes: the same bytes twice would be one document.
         (
@@ -167,20 +167,7 @@ async fn killing_the_server_mid_work_loses_and_repeats_nothing() {
 
     // Uploads are durable once answered; the first kill comes while they are processed.
     let mut ids = BTreeMap::new();
-    for i in 0..DOCUMENTS {
-        let (name, bytes) = upload_bytes(i);
-        let form = Form::new().part("file", Part::bytes(bytes).file_name(name));
-        let response = client
-            .post(server.url(&format!("/api/v1/sources/{source}/documents/upload")))
-            .bearer_auth(&key)
-            .multipart(form)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), reqwest::StatusCode::ACCEPTED);
-        let doc: Value = response.json().await.unwrap();
-        ids.insert(doc["id"].as_str().unwrap().to_owned(), i);
-    }
+    upload_documents(&client, &server, &key, &source, 0..DOCUMENTS, &mut ids).await;
 
     // Kill it at different stages: at once, once some work is done, and right after start-up.
     let mut kills = 0;
@@ -212,6 +199,32 @@ async fn killing_the_server_mid_work_loses_and_repeats_nothing() {
     each_chunk_is_found_once(&client, &server, &key, &ids).await;
     one_final_event_per_document(&receiver, &ids).await;
     server.kill().await;
+}
+
+/// Uploads documents `numbers` ([`upload_bytes`]) through `server`; records each accepted
+/// document's id with its number in `ids`.
+pub(crate) async fn upload_documents(
+    client: &reqwest::Client,
+    server: &Server,
+    key: &str,
+    source: &str,
+    numbers: std::ops::Range<usize>,
+    ids: &mut BTreeMap<String, usize>,
+) {
+    for i in numbers {
+        let (name, bytes) = upload_bytes(i);
+        let form = Form::new().part("file", Part::bytes(bytes).file_name(name));
+        let response = client
+            .post(server.url(&format!("/api/v1/sources/{source}/documents/upload")))
+            .bearer_auth(key)
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), reqwest::StatusCode::ACCEPTED);
+        let doc: Value = response.json().await.unwrap();
+        ids.insert(doc["id"].as_str().unwrap().to_owned(), i);
+    }
 }
 
 /// Registers `hook_url` for the documents' final events through `server`, and gives `receiver`
