@@ -3,6 +3,8 @@
 
 use tokio::process::Command;
 
+use crate::helpers::successful_stdout;
+
 #[tokio::test]
 async fn bench_cluster_reports_the_embedded_store_and_each_cluster() {
     let dir = tempfile::tempdir().unwrap();
@@ -21,22 +23,16 @@ async fn bench_cluster_reports_the_embedded_store_and_each_cluster() {
     std::fs::write(dir.path().join("queries.jsonl"), queries).unwrap();
     let server = std::env::var("QUIRE_TEST_POSTGRES_URL")
         .expect("QUIRE_TEST_POSTGRES_URL: run scripts/postgres start (scripts/test does)");
-    let output = Command::new(env!("CARGO_BIN_EXE_quire"))
-        .args(["bench", "cluster", "--keyword-only", "--nodes", "1,2"])
-        .arg("--corpus")
-        .arg(dir.path().join("corpus.jsonl"))
-        .arg("--queries")
-        .arg(dir.path().join("queries.jsonl"))
-        .args(["--postgres-url", &server])
-        .output()
-        .await
-        .unwrap();
-    let stdout = String::from_utf8(output.stdout).unwrap();
-    assert!(
-        output.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let stdout = successful_stdout(
+        Command::new(env!("CARGO_BIN_EXE_quire"))
+            .args(["bench", "cluster", "--keyword-only", "--nodes", "1,2"])
+            .arg("--corpus")
+            .arg(dir.path().join("corpus.jsonl"))
+            .arg("--queries")
+            .arg(dir.path().join("queries.jsonl"))
+            .args(["--postgres-url", &server]),
+    )
+    .await;
     assert!(stdout.starts_with("12 documents, 2 queries"), "{stdout}");
     let rows: Vec<&str> = stdout
         .lines()

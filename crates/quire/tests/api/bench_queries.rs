@@ -3,6 +3,7 @@
 
 use tokio::process::Command;
 
+use crate::helpers::successful_stdout;
 use crate::semantic::model_dir;
 
 #[tokio::test]
@@ -22,25 +23,19 @@ async fn bench_queries_reports_a_row_per_client_count() {
     let (corpus_path, queries_path) = (dir.path().join("corpus.jsonl"), dir.path().join("q.jsonl"));
     std::fs::write(&corpus_path, corpus).unwrap();
     std::fs::write(&queries_path, queries).unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_quire"))
-        .args([
-            "bench",
-            "queries",
-            "--corpus",
-            corpus_path.to_str().unwrap(),
-        ])
-        .args(["--queries", queries_path.to_str().unwrap()])
-        .args(["--clients", "1,3", "--seconds", "0.5"])
-        .env("QUIRE_EMBEDDING_MODEL_DIR", model_dir())
-        .output()
-        .await
-        .unwrap();
-    let stdout = String::from_utf8(output.stdout).unwrap();
-    assert!(
-        output.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let stdout = successful_stdout(
+        Command::new(env!("CARGO_BIN_EXE_quire"))
+            .args([
+                "bench",
+                "queries",
+                "--corpus",
+                corpus_path.to_str().unwrap(),
+            ])
+            .args(["--queries", queries_path.to_str().unwrap()])
+            .args(["--clients", "1,3", "--seconds", "0.5"])
+            .env("QUIRE_EMBEDDING_MODEL_DIR", model_dir()),
+    )
+    .await;
     assert!(
         stdout.contains("3 documents (3 ready, 0 failed, 0 held)"),
         "{stdout}"

@@ -4,6 +4,8 @@
 
 use tokio::process::Command;
 
+use crate::helpers::successful_stdout;
+
 #[tokio::test]
 async fn eval_retrieval_reports_metrics_on_a_beir_corpus() {
     let dir = tempfile::tempdir().unwrap();
@@ -176,21 +178,15 @@ async fn eval_pii_scores_a_dataset_and_lists_held_files() {
          1990-2020 (see p. 12, doi:10.1234/abcd.5678).",
     )
     .unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_quire"))
-        .args(["eval", "pii", "--runs", "1"])
-        .arg("--dataset")
-        .arg(dir.path().join("dataset.json"))
-        .arg("--docs")
-        .arg(dir.path().join("docs"))
-        .output()
-        .await
-        .unwrap();
-    let stdout = String::from_utf8(output.stdout).unwrap();
-    assert!(
-        output.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let stdout = successful_stdout(
+        Command::new(env!("CARGO_BIN_EXE_quire"))
+            .args(["eval", "pii", "--runs", "1"])
+            .arg("--dataset")
+            .arg(dir.path().join("dataset.json"))
+            .arg("--docs")
+            .arg(dir.path().join("docs")),
+    )
+    .await;
     for kind in ["email ", "phone "] {
         let line = stdout.lines().find(|l| l.starts_with(kind)).unwrap();
         assert!(line.contains("1.000  1.000  1.000"), "{stdout}");

@@ -374,3 +374,16 @@ pub async fn assert_error(response: Response, status: StatusCode, error: &str) -
 pub fn source_id(s: &str) -> SourceId {
     s.parse().unwrap()
 }
+
+/// Runs `command` and returns its standard output; fails the test, showing both outputs,
+/// unless it succeeded.
+pub async fn successful_stdout(command: &mut tokio::process::Command) -> String {
+    let output = command.output().await.unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
