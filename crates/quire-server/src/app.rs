@@ -35,6 +35,8 @@ pub struct App {
     /// True when no other process runs workers on this store (the embedded SQLite default,
     /// whose data directory this process holds the index lock of).
     owns_its_jobs: bool,
+    /// This node's stable name (`<data_dir>/node-id`).
+    node: String,
     /// The metrics listener, when [`App::bind_metrics`] opened it before [`App::serve`].
     metrics_listener: Option<TcpListener>,
 }
@@ -97,10 +99,11 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
     } else {
         tracing::warn!("{semantic_note}");
     }
+    let node = node_id(data_dir)?;
     // In cluster mode the generation queue is one line for every node, kept in the store.
     let mut shared_line = None;
     if store.is_shared() {
-        join_cluster(&*store, data_dir, semantic.as_deref(), &*clock).await?;
+        join_cluster(&*store, &node, semantic.as_deref(), &*clock).await?;
         let llm = &config.llm;
         let limits = QueueLimits {
             slots: llm.max_concurrent as u64,
@@ -110,7 +113,7 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
         shared_line = Some(SharedLine::start(
             Arc::clone(&store),
             Arc::clone(&clock),
-            node_id(data_dir)?,
+            node.clone(),
             limits,
         ));
     }
@@ -184,6 +187,7 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
         state,
         config: config.clone(),
         owns_its_jobs,
+        node,
         metrics_listener: None,
     })
 }
@@ -259,7 +263,7 @@ impl App {
         // attempted again, with the same webhook-id). On a shared store only this node's own
         // jobs and claims are taken back (its previous run is gone, the same lock proves it);
         // other nodes' come back only when their leases run out.
-        let node = node_id(&self.config.data_dir)?;
+        let node = self.node.clone();
         let prefix = format!("{node}:");
         let owner = (!self.owns_its_jobs).then_some(prefix.as_str());
         let requeued = self
@@ -523,7 +527,7 @@ fn open_generation(
     Ok(Generation {
         generator,
         queue: match shared_line {
-            Some(line) => GenerationQueue::shared(line, llm.max_concurrent),
+            Some(line) => GenerationQueue::shared(line),
             None => GenerationQueue::new(llm.max_concurrent, llm.max_queue, llm.max_queue_per_key),
         },
         settings: llm.generation_settings(),
@@ -562,16 +566,15 @@ const NODE_ALIVE_SECONDS: i64 = 30;
 /// running node searches with another embedding model: their vectors would not compare.
 async fn join_cluster(
     store: &dyn Store,
-    data_dir: &Path,
+    node: &str,
     semantic: Option<&Semantic>,
     clock: &dyn Clock,
 ) -> anyhow::Result<()> {
-    let node = node_id(data_dir)?;
     let model = semantic.map(|s| s.embedder().model_id().to_owned());
     let now = clock.now();
     let alive_since = now - chrono::Duration::seconds(NODE_ALIVE_SECONDS);
     let conflict = store
-        .join_cluster(&node, model.as_deref(), now, alive_since)
+        .join_cluster(node, model.as_deref(), now, alive_since)
         .await
         .context("could not register this node with the shared store")?;
     if let Some(other) = conflict {

@@ -127,16 +127,20 @@ impl GenerationQueue {
         })
     }
 
-    /// A queue whose line is `shared` by every node of a cluster (the bounds are the
+    /// A queue whose line is `shared` by every node of a cluster, with the line's bounds (the
     /// cluster's: see [`crate::answers::shared_queue`]).
-    pub fn shared(shared: Arc<SharedLine>, slots: usize) -> Arc<Self> {
-        Arc::new(Self {
-            slots: slots.max(1),
-            max_waiting: 0,
-            max_per_key: 1,
-            state: Mutex::new(State::default()),
-            shared: Some(shared),
-        })
+    pub fn shared(shared: Arc<SharedLine>) -> Arc<Self> {
+        let limits = shared.limits();
+        let bound = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        let mut queue = Self::new(
+            bound(limits.slots),
+            bound(limits.max_waiting),
+            bound(limits.max_per_key),
+        );
+        Arc::get_mut(&mut queue)
+            .expect("the queue was just made")
+            .shared = Some(shared);
+        queue
     }
 
     /// Takes a place for `owner`, in the cluster's line when the queue is shared, else in

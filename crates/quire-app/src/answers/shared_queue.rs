@@ -72,6 +72,11 @@ impl SharedLine {
         line
     }
 
+    /// The cluster's bounds this node applies.
+    pub fn limits(&self) -> QueueLimits {
+        self.limits
+    }
+
     /// (running, waiting) in the whole cluster, as last seen by this node.
     pub fn load(&self) -> (usize, usize) {
         *lock(&self.load)
