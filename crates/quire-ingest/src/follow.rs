@@ -57,7 +57,7 @@ const BATCH: usize = 256;
 /// How often an idle follower asks the store for new changes: well inside the second within
 /// which a document made ready through one node must be found through every node, and one
 /// indexed primary-key read per node each time.
-pub const FOLLOW_INTERVAL: Duration = Duration::from_millis(200);
+const FOLLOW_INTERVAL: Duration = Duration::from_millis(200);
 
 /// Applies a shared store's index feed to this node's indexes.
 pub struct FeedFollower {
@@ -105,7 +105,7 @@ impl FeedFollower {
     }
 
     /// Applies every change the feed holds now; returns how many were applied.
-    pub async fn catch_up(&self) -> Result<u64, IngestError> {
+    async fn catch_up(&self) -> Result<u64, IngestError> {
         let mut applied = 0;
         loop {
             let changes = self.store.index_changes(self.position(), BATCH).await?;

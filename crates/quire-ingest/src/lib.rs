@@ -21,7 +21,7 @@ pub use chunker::{
 };
 pub use context::document_title;
 pub use finish::Finishing;
-pub use follow::{FEED_POSITION, FOLLOW_INTERVAL, FeedFollower};
+pub use follow::{FEED_POSITION, FeedFollower};
 pub use isolation::{
     Isolation, ParseJob, WorkerCommand, WorkerEnd, WorkerError, WorkerRun, run_parse_worker,
     run_worker,
