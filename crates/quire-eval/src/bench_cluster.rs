@@ -6,12 +6,15 @@
 //! how long the last node took to find the last document (the index feed), search latency
 //! through the last node (p50 and p99 over the corpus's queries, one at a time), and
 //! PostgreSQL's share of the CPU time the run used (PostgreSQL's processes against this
-//! process and its parse workers).
+//! process and its parse workers). With `--qrels` it also measures quality through the last
+//! node: nDCG@10 of every judged query by keyword and by hybrid search, from that node's own
+//! indexes (in a cluster of several nodes mostly filled from the index feed, with the vectors
+//! other nodes computed), so the cluster's ranking can be compared with the embedded store's.
 //!
 //! All nodes share this machine's cores: on one machine more nodes add no CPU, so the figures
 //! show what the coordination costs, not what more machines would add.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -19,9 +22,13 @@ use anyhow::{Context, bail};
 use clap::Args;
 use quire_server::Config;
 
+use quire_app::search::Retrieval;
+
 use crate::bench::{percentile, read_jsonl};
-use crate::bench_ingest::{PipelineArgs, corpus_files};
+use crate::bench_ingest::{InputFile, PipelineArgs, corpus_files};
 use crate::bench_server::BenchServer;
+use crate::eval_retrieval::{corpus_id, mean_ndcg, read_qrels, read_queries};
+use crate::retrieval_metrics::Judgements;
 
 /// Options of `quire bench cluster`.
 #[derive(Debug, Args)]
@@ -35,6 +42,10 @@ pub struct ClusterBenchArgs {
     /// Take only the first N documents.
     #[arg(long, value_name = "N")]
     limit: Option<usize>,
+    /// Upload the corpus this many times, each copy into a source of its own (the same bytes
+    /// are one document per source), to measure search at a larger scale than the corpus.
+    #[arg(long, default_value_t = 1)]
+    copies: usize,
     /// Queries timed (at most).
     #[arg(long, default_value_t = 300)]
     searches: usize,
@@ -42,6 +53,10 @@ pub struct ClusterBenchArgs {
     /// dropped after it); `scripts/postgres start` prints one.
     #[arg(long, value_name = "URL", env = "QUIRE_BENCH_POSTGRES_URL")]
     postgres_url: String,
+    /// BEIR qrels TSV: also report nDCG@10 of every judged query (keyword and hybrid) through
+    /// the last node.
+    #[arg(long, value_name = "FILE")]
+    qrels: Option<PathBuf>,
     /// Node counts to measure, in order (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "1,2,3")]
     nodes: Vec<usize>,
@@ -64,6 +79,8 @@ struct RunReport {
     latencies: Vec<Duration>,
     /// PostgreSQL's share of the CPU time used during ingestion (cluster only).
     postgres_cpu_share: Option<f64>,
+    /// nDCG@10 over the judged queries through the last node, per retrieval (with `--qrels`).
+    quality: Vec<(&'static str, f64)>,
 }
 
 impl RunReport {
@@ -82,8 +99,20 @@ impl RunReport {
                 .map_or_else(|| "-".to_owned(), |ms| format!("{ms:.0}")),
             self.postgres_cpu_share
                 .map_or_else(|| "-".to_owned(), |share| format!("{:.0}%", 100.0 * share)),
-        )
+        ) + &self
+            .quality
+            .iter()
+            .map(|(label, ndcg)| format!("  nDCG@10 {label} {ndcg:.4}"))
+            .collect::<String>()
     }
+}
+
+/// The judged queries and what the bench needs to score them.
+struct Judged {
+    queries: Vec<(String, String)>,
+    judgements: HashMap<String, Judgements>,
+    /// Whether to score hybrid search too (a model is configured).
+    hybrid: bool,
 }
 
 /// Runs the benchmark and prints its report.
@@ -98,9 +127,27 @@ pub async fn cluster(base: &Config, args: ClusterBenchArgs) -> anyhow::Result<()
         .collect();
     let mut config = base.clone();
     args.pipeline.apply(&mut config);
+    let judged = match &args.qrels {
+        Some(path) => {
+            let judgements = read_qrels(path)?;
+            let mut queries = read_queries(&args.queries)?;
+            queries.retain(|(id, _)| judgements.contains_key(id));
+            Some(Judged {
+                queries,
+                judgements,
+                hybrid: !args.pipeline.keyword_only,
+            })
+        }
+        None => None,
+    };
     println!(
-        "{} documents, {} queries, {} workers per node, {}",
+        "{} documents{}, {} queries, {} workers per node, {}",
         files.len(),
+        if args.copies > 1 {
+            format!(" × {} copies", args.copies)
+        } else {
+            String::new()
+        },
         queries.len(),
         config.workers.count,
         if args.pipeline.keyword_only {
@@ -109,14 +156,21 @@ pub async fn cluster(base: &Config, args: ClusterBenchArgs) -> anyhow::Result<()
             "hybrid"
         }
     );
-    let mut reports = vec![run(&config, &files, &queries, None).await?];
+    anyhow::ensure!(args.copies > 0, "--copies must be at least 1");
+    let corpus = Corpus {
+        files: &files,
+        copies: args.copies,
+        queries: &queries,
+        judged: judged.as_ref(),
+    };
+    let mut reports = vec![run(&config, &corpus, None).await?];
     for &nodes in &args.nodes {
         anyhow::ensure!(nodes > 0, "a cluster needs at least one node");
         let schema = format!("quire_bench_{}", uuid::Uuid::new_v4().simple());
         let url = quire_store::create_schema(&args.postgres_url, &schema)
             .await
             .context("could not make a schema on --postgres-url")?;
-        let report = run(&config, &files, &queries, Some((nodes, url))).await;
+        let report = run(&config, &corpus, Some((nodes, url))).await;
         quire_store::drop_schema(&args.postgres_url, &schema).await?;
         reports.push(report?);
     }
@@ -130,13 +184,23 @@ pub async fn cluster(base: &Config, args: ClusterBenchArgs) -> anyhow::Result<()
     Ok(())
 }
 
+/// What every configuration ingests and asks.
+struct Corpus<'a> {
+    files: &'a [InputFile],
+    /// Times the files are uploaded, each time into a source of its own.
+    copies: usize,
+    /// Searched one at a time through the last node, for latency.
+    queries: &'a [String],
+    judged: Option<&'a Judged>,
+}
+
 /// One configuration: the embedded store (`cluster` is `None`) or `nodes` nodes on `url`.
 async fn run(
     base: &Config,
-    files: &[crate::bench_ingest::InputFile],
-    queries: &[String],
+    corpus: &Corpus<'_>,
     cluster: Option<(usize, String)>,
 ) -> anyhow::Result<RunReport> {
+    let files = corpus.files;
     let scratch = tempfile::tempdir().context("could not create a scratch directory")?;
     let originals = scratch.path().join("originals");
     let nodes = cluster.as_ref().map_or(1, |(n, _)| *n);
@@ -157,15 +221,22 @@ async fn run(
     };
     let first = &servers[0];
     let last = &servers[nodes - 1];
-    let source = first.client.create_source("bench").await?;
+    let mut sources = Vec::with_capacity(corpus.copies);
+    for copy in 1..=corpus.copies {
+        sources.push(first.client.create_source(&format!("bench-{copy}")).await?);
+    }
     let postgres_before = postgres_cpu_seconds();
     let own_before = own_cpu_seconds();
     let started = Instant::now();
-    let mut ids = Vec::with_capacity(files.len());
-    for part in files.chunks(100) {
-        ids.extend(first.client.upload(&source, part).await?);
+    let total = files.len() * corpus.copies;
+    // Document ids in upload order: copy after copy, each in the files' order.
+    let mut ids = Vec::with_capacity(total);
+    for source in &sources {
+        for part in files.chunks(100) {
+            ids.extend(first.client.upload(source, part).await?);
+        }
     }
-    first.wait_until_finished(files.len()).await?;
+    first.wait_until_finished(total).await?;
     let seconds = started.elapsed().as_secs_f64();
     let postgres_cpu = postgres_cpu_seconds() - postgres_before;
     let own_cpu = own_cpu_seconds() - own_before;
@@ -174,19 +245,42 @@ async fn run(
         Some(_) => Some(wait_until_searchable(last, &ready).await?),
         None => None,
     };
-    let mut latencies = Vec::with_capacity(queries.len());
-    for query in queries {
+    let mut latencies = Vec::with_capacity(corpus.queries.len());
+    for query in corpus.queries {
         let asked = Instant::now();
         last.client.search(query, 10).await?;
         latencies.push(asked.elapsed());
     }
     latencies.sort();
+    let mut quality = Vec::new();
+    if let Some(judged) = corpus.judged {
+        let corpus_id_of: HashMap<String, String> = ids
+            .iter()
+            .zip(files.iter().cycle())
+            .map(|(id, file)| (id.to_string(), corpus_id(&file.name).to_owned()))
+            .collect();
+        let mut retrievals = vec![("keyword", Retrieval::Keyword)];
+        if judged.hybrid {
+            retrievals.push(("hybrid", Retrieval::Hybrid));
+        }
+        for (label, retrieval) in retrievals {
+            let ndcg = mean_ndcg(
+                &last.state,
+                &judged.queries,
+                &judged.judgements,
+                &corpus_id_of,
+                retrieval,
+            )
+            .await?;
+            quality.push((label, ndcg));
+        }
+    }
     for server in servers {
         server.stop().await?;
     }
     Ok(RunReport {
         label,
-        documents: files.len(),
+        documents: total,
         chunks,
         seconds,
         follow_ms,
@@ -194,6 +288,7 @@ async fn run(
         postgres_cpu_share: cluster
             .is_some()
             .then(|| postgres_cpu / (postgres_cpu + own_cpu).max(1e-9)),
+        quality,
     })
 }
 
@@ -322,6 +417,7 @@ mod tests {
             follow_ms: None,
             latencies: vec![Duration::from_millis(4), Duration::from_millis(8)],
             postgres_cpu_share: None,
+            quality: Vec::new(),
         };
         let line = report.line();
         assert!(line.starts_with("embedded"), "{line}");
@@ -331,10 +427,15 @@ mod tests {
             label: "cluster of 2".into(),
             follow_ms: Some(140.0),
             postgres_cpu_share: Some(0.25),
+            quality: vec![("keyword", 0.6512), ("hybrid", 0.7301)],
             ..report
         };
         let line = cluster.line();
         assert!(line.contains("140") && line.contains("25%"), "{line}");
+        assert!(
+            line.ends_with("nDCG@10 keyword 0.6512  nDCG@10 hybrid 0.7301"),
+            "{line}"
+        );
     }
 
     #[test]

@@ -2,8 +2,10 @@
 //! vectors through [`VectorIndex::replace_documents`] (log writes and graph linking, timed as
 //! the build), writes a snapshot, reopens the index as a restarted server would (timed), then
 //! runs the same queries through the exact scan, the graph at several `ef` values and the
-//! product's own choice ([`VectorIndex::search`]), over all sources, 10% and 1% of them. It
-//! prints p50 and p99 latency, recall@10 against the exact scan and the resident memory.
+//! product's own choice ([`VectorIndex::search`]), over all sources and over 10%, 5%, 2% and 1%
+//! of them. It prints p50 and p99 latency, recall@10 against an exact top 10 and the resident
+//! memory. With `--pgvector` it then measures pgvector on the same corpus and queries (see
+//! [`pgvector`]).
 //!
 //! **The corpus** imitates sentence embeddings rather than filling the sphere uniformly (on
 //! which no index does well and which no text model produces). Every chunk is the normalised
@@ -24,6 +26,8 @@ use anyhow::{Context, bail};
 use clap::Args;
 use quire_core::{DocumentId, SourceId, SourceScope};
 use quire_search::{DocumentVectors, HnswParams, Precision, VectorHit, VectorIndex, VectorOptions};
+
+mod pgvector;
 
 /// Options of `quire bench vectors`.
 #[derive(Debug, Args)]
@@ -59,6 +63,14 @@ pub struct VectorBenchArgs {
     /// Directory for the index; a temporary one (deleted afterwards) when omitted.
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
+    /// Also load the corpus into pgvector on this PostgreSQL server (a table of its own,
+    /// dropped afterwards) and measure its HNSW, filtered and exact paths on the same queries
+    /// (`scripts/postgres start` prints a server's URL).
+    #[arg(long, value_name = "URL")]
+    pgvector: Option<String>,
+    /// Queries per scope and path in pgvector (the first of the queries above).
+    #[arg(long, default_value_t = 200)]
+    pgvector_queries: usize,
 }
 
 fn parse_precision(s: &str) -> Result<Precision, String> {
@@ -208,6 +220,22 @@ pub fn vectors(args: VectorBenchArgs) -> anyhow::Result<()> {
         "process RSS at the end {} MiB, peak {} MiB",
         end.rss_mib, end.peak_mib
     );
+    if let Some(url) = &args.pgvector {
+        let asked = args.pgvector_queries.min(queries.len());
+        let corpus = pgvector::Corpus {
+            mixture: &mixture,
+            loaded: &loaded,
+            sources: &sources,
+            queries: &queries[..asked],
+            truth: &truth,
+        };
+        let build = pgvector::Build {
+            m: args.m,
+            ef_construction: args.ef_construction,
+        };
+        // The bench runs on a blocking thread of the command's runtime.
+        tokio::runtime::Handle::current().block_on(pgvector::report(url, &corpus, &build))?;
+    }
     Ok(())
 }
 
@@ -263,7 +291,7 @@ struct Scope {
     graph_queries: usize,
 }
 
-const SCOPES: [Scope; 3] = [
+const SCOPES: [Scope; 5] = [
     Scope {
         name: "all",
         sources: SOURCES,
@@ -273,6 +301,16 @@ const SCOPES: [Scope; 3] = [
         name: "10%",
         sources: SOURCES / 10,
         graph_queries: usize::MAX,
+    },
+    Scope {
+        name: "5%",
+        sources: SOURCES / 20,
+        graph_queries: usize::MAX,
+    },
+    Scope {
+        name: "2%",
+        sources: SOURCES / 50,
+        graph_queries: SMALL_SCOPE_GRAPH_QUERIES,
     },
     Scope {
         name: "1%",
@@ -388,6 +426,12 @@ impl Pass {
         let at = |q: usize| sorted[(sorted.len() * q / 100).min(sorted.len() - 1)];
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         format!("{:.2} | {:.2}", ms(at(50)), ms(at(99)))
+    }
+
+    /// Mean number of hits per query (a filtered graph walk can return fewer than asked).
+    fn mean_rows(&self) -> f64 {
+        let rows: usize = self.results.iter().map(Vec::len).sum();
+        rows as f64 / self.results.len().max(1) as f64
     }
 
     /// Mean fraction of the exact top-k found, over the queries of this pass.

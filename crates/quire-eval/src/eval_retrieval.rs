@@ -182,12 +182,6 @@ pub async fn retrieval(base: &Config, args: RetrievalEvalArgs) -> anyhow::Result
     }
     let modes = retrievals(args.mode);
     let scope = SourceScope::All;
-    let to_documents = |ids: &mut dyn Iterator<Item = &str>| -> Vec<String> {
-        let mut seen = HashSet::new();
-        ids.filter(|id| seen.insert(id.to_string()))
-            .filter_map(|id| corpus_id_of.get(id).cloned())
-            .collect()
-    };
     println!(
         "\n{:<8} {:>8} {:>10} {:>8} {:>10} {:>10} {:>10}",
         "mode", "nDCG@10", "Recall@100", "MRR@10", "p50 ms", "p99 ms", "p50@300"
@@ -207,7 +201,10 @@ pub async fn retrieval(base: &Config, args: RetrievalEvalArgs) -> anyhow::Result
             let timed = Instant::now();
             let outcome = search(&state, &scope, text, CHUNK_HITS, Some(*retrieval)).await?;
             let took = timed.elapsed();
-            let ranked = to_documents(&mut outcome.results.iter().map(|r| r.document.id.as_str()));
+            let ranked = ranked_documents(
+                outcome.results.iter().map(|r| r.document.id.as_str()),
+                &corpus_id_of,
+            );
             scores.add(&ranked, &judgements[query_id], took);
             progress.inc(1);
         }
@@ -248,6 +245,41 @@ pub async fn retrieval(base: &Config, args: RetrievalEvalArgs) -> anyhow::Result
         sweep(&state, &queries, &judgements, &corpus_id_of).await?;
     }
     Ok(())
+}
+
+/// Chunk hits' document ids folded into a ranking of corpus ids: a document ranks where its
+/// best chunk does (and where its best copy does, when the corpus was ingested more than
+/// once); documents not of the corpus are left out.
+pub(crate) fn ranked_documents<'a>(
+    ids: impl Iterator<Item = &'a str>,
+    corpus_id_of: &HashMap<String, String>,
+) -> Vec<String> {
+    let mut seen = HashSet::new();
+    ids.filter_map(|id| corpus_id_of.get(id))
+        .filter(|corpus_id| seen.insert(corpus_id.as_str()))
+        .cloned()
+        .collect()
+}
+
+/// Mean nDCG@10 of `retrieval` over the judged `queries`, through the product's search
+/// function on `state` (each query fetching as many chunk hits as the evaluation does).
+pub(crate) async fn mean_ndcg(
+    state: &Services,
+    queries: &[(String, String)],
+    judgements: &HashMap<String, Judgements>,
+    corpus_id_of: &HashMap<String, String>,
+    retrieval: Retrieval,
+) -> anyhow::Result<f64> {
+    let mut sum = 0.0;
+    for (query_id, text) in queries {
+        let outcome = search(state, &SourceScope::All, text, CHUNK_HITS, Some(retrieval)).await?;
+        let ranked = ranked_documents(
+            outcome.results.iter().map(|r| r.document.id.as_str()),
+            corpus_id_of,
+        );
+        sum += ndcg_at(&ranked, &judgements[query_id], 10);
+    }
+    Ok(sum / queries.len().max(1) as f64)
 }
 
 /// `(id, text)` of every query of a BEIR `queries.jsonl`, in file order.

@@ -8,6 +8,7 @@ mod bench_cluster;
 mod bench_fuzz;
 mod bench_ingest;
 mod bench_queries;
+mod bench_vectors;
 mod browser;
 mod cli;
 mod cluster;
