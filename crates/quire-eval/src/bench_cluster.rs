@@ -30,6 +30,8 @@ use crate::bench_server::BenchServer;
 use crate::eval_retrieval::{corpus_id, mean_ndcg, read_qrels, read_queries};
 use crate::retrieval_metrics::Judgements;
 
+mod full_text;
+
 /// Options of `quire bench cluster`.
 #[derive(Debug, Args)]
 pub struct ClusterBenchArgs {
@@ -81,6 +83,8 @@ struct RunReport {
     postgres_cpu_share: Option<f64>,
     /// nDCG@10 over the judged queries through the last node, per retrieval (with `--qrels`).
     quality: Vec<(&'static str, f64)>,
+    /// PostgreSQL's own full-text search over the same chunks (one cluster, with `--qrels`).
+    full_text: Option<full_text::FullText>,
 }
 
 impl RunReport {
@@ -163,14 +167,15 @@ pub async fn cluster(base: &Config, args: ClusterBenchArgs) -> anyhow::Result<()
         queries: &queries,
         judged: judged.as_ref(),
     };
-    let mut reports = vec![run(&config, &corpus, None).await?];
-    for &nodes in &args.nodes {
+    let mut reports = vec![run(&config, &corpus, None, false).await?];
+    for (n, &nodes) in args.nodes.iter().enumerate() {
         anyhow::ensure!(nodes > 0, "a cluster needs at least one node");
         let schema = format!("quire_bench_{}", uuid::Uuid::new_v4().simple());
         let url = quire_store::create_schema(&args.postgres_url, &schema)
             .await
             .context("could not make a schema on --postgres-url")?;
-        let report = run(&config, &corpus, Some((nodes, url))).await;
+        // The chunks are the same in every cluster: PostgreSQL's full text is measured once.
+        let report = run(&config, &corpus, Some((nodes, url)), n == 0).await;
         quire_store::drop_schema(&args.postgres_url, &schema).await?;
         reports.push(report?);
     }
@@ -180,6 +185,23 @@ pub async fn cluster(base: &Config, args: ClusterBenchArgs) -> anyhow::Result<()
     );
     for report in &reports {
         println!("{}", report.line());
+    }
+    for report in &reports {
+        if let Some(full_text) = &report.full_text {
+            let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+            println!(
+                "PostgreSQL full text on the chunks of the {} (ts_rank_cd over a GIN-indexed \
+                 tsvector, the query's words ORed): nDCG@10 {:.4}, p50 {:.1} ms, p99 {:.1} ms \
+                 at limit 10, {:.0} matching chunks per query on average; column and index \
+                 added in {:.1} s",
+                report.label,
+                full_text.ndcg,
+                ms(percentile(&full_text.latencies, 0.50)),
+                ms(percentile(&full_text.latencies, 0.99)),
+                full_text.mean_matches,
+                full_text.indexing.as_secs_f64()
+            );
+        }
     }
     Ok(())
 }
@@ -195,10 +217,13 @@ struct Corpus<'a> {
 }
 
 /// One configuration: the embedded store (`cluster` is `None`) or `nodes` nodes on `url`.
+/// With `measure_full_text` (and judged queries) a cluster's chunks are then also searched
+/// with PostgreSQL's own full-text ranking.
 async fn run(
     base: &Config,
     corpus: &Corpus<'_>,
     cluster: Option<(usize, String)>,
+    measure_full_text: bool,
 ) -> anyhow::Result<RunReport> {
     let files = corpus.files;
     let scratch = tempfile::tempdir().context("could not create a scratch directory")?;
@@ -252,13 +277,13 @@ async fn run(
         latencies.push(asked.elapsed());
     }
     latencies.sort();
+    let corpus_id_of: HashMap<String, String> = ids
+        .iter()
+        .zip(files.iter().cycle())
+        .map(|(id, file)| (id.to_string(), corpus_id(&file.name).to_owned()))
+        .collect();
     let mut quality = Vec::new();
     if let Some(judged) = corpus.judged {
-        let corpus_id_of: HashMap<String, String> = ids
-            .iter()
-            .zip(files.iter().cycle())
-            .map(|(id, file)| (id.to_string(), corpus_id(&file.name).to_owned()))
-            .collect();
         let mut retrievals = vec![("keyword", Retrieval::Keyword)];
         if judged.hybrid {
             retrievals.push(("hybrid", Retrieval::Hybrid));
@@ -278,6 +303,12 @@ async fn run(
     for server in servers {
         server.stop().await?;
     }
+    let full_text = match (&cluster, corpus.judged) {
+        (Some((_, url)), Some(judged)) if measure_full_text => {
+            Some(full_text::measure(url, judged, &corpus_id_of).await?)
+        }
+        _ => None,
+    };
     Ok(RunReport {
         label,
         documents: total,
@@ -289,6 +320,7 @@ async fn run(
             .is_some()
             .then(|| postgres_cpu / (postgres_cpu + own_cpu).max(1e-9)),
         quality,
+        full_text,
     })
 }
 
@@ -418,6 +450,7 @@ mod tests {
             latencies: vec![Duration::from_millis(4), Duration::from_millis(8)],
             postgres_cpu_share: None,
             quality: Vec::new(),
+            full_text: None,
         };
         let line = report.line();
         assert!(line.starts_with("embedded"), "{line}");

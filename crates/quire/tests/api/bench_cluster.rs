@@ -50,8 +50,22 @@ async fn bench_cluster_reports_the_embedded_store_and_each_cluster() {
         .lines()
         .skip_while(|l| !l.starts_with("store "))
         .skip(1)
+        .take_while(|l| !l.starts_with("PostgreSQL full text"))
         .collect();
     assert_eq!(rows.len(), 3, "{stdout}");
+    // PostgreSQL's own full-text ranking, measured once, on the first cluster's chunks.
+    let full_text: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("PostgreSQL full text on the chunks of the cluster of 1 "))
+        .collect();
+    assert_eq!(full_text.len(), 1, "{stdout}");
+    let ndcg: f64 = full_text[0]
+        .split("nDCG@10 ")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no nDCG in {}", full_text[0]));
+    assert!((0.0..=1.0).contains(&ndcg), "{}", full_text[0]);
     for (row, label) in rows
         .iter()
         .zip(["embedded", "cluster of 1", "cluster of 2"])
