@@ -157,17 +157,20 @@ async fn what_one_node_makes_ready_or_deletes_reaches_the_other_nodes_indexes() 
     .await;
     assert!(finds_first(&second, &key, "a feline napping", "pets.md").await);
     // Both nodes rank from indexes with the same contents: the same results, the same scores.
+    // The replica holding both documents does not mean the keyword index has committed them
+    // too (its commits are grouped; a loaded CI machine once searched the second node in
+    // between, and the windowsill chunk scored from its vector alone), so the rankings are
+    // awaited within the bound rather than compared once.
     for query in [
         "windowsill",
         "a feline napping",
         "storm at sea",
         "afternoon",
     ] {
-        assert_eq!(
-            ranking(&first, &key, query).await,
-            ranking(&second, &key, query).await,
-            "{query}"
-        );
+        within_bound(&format!("both nodes ranking {query:?} alike"), || async {
+            ranking(&first, &key, query).await == ranking(&second, &key, query).await
+        })
+        .await;
     }
 
     // Deleted through the second node: the first node's indexes let it go.
