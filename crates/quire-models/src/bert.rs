@@ -33,12 +33,35 @@ pub struct BertConfig {
     /// implemented.
     #[serde(default = "default_activation")]
     pub hidden_act: String,
+    /// The architecture (`bert` for every model this engine runs; absent in old files).
+    #[serde(default)]
+    pub model_type: Option<String>,
+    /// How positions are encoded; only `absolute` (BERT's learned position embeddings).
+    #[serde(default)]
+    pub position_embedding_type: Option<String>,
 }
 
 impl BertConfig {
     /// Refuses what this implementation does not compute: another activation than the
     /// exact GELU, or a width the heads do not divide.
     pub fn check(&self) -> Result<(), ModelError> {
+        // Others (MPNet, XLM-RoBERTa, NomicBERT, …) differ in positions, attention or
+        // tokenizer: computed as BERT they would give wrong vectors without an error.
+        if let Some(kind) = self.model_type.as_deref().filter(|kind| *kind != "bert") {
+            return Err(ModelError::Unsupported(format!(
+                "model_type {kind:?}: the local engines run BERT models only (MiniLM, BGE, E5, \
+                 GTE, Arctic-embed and others of the BERT kind)"
+            )));
+        }
+        if let Some(positions) = self
+            .position_embedding_type
+            .as_deref()
+            .filter(|p| *p != "absolute")
+        {
+            return Err(ModelError::Unsupported(format!(
+                "position_embedding_type {positions:?} (only absolute)"
+            )));
+        }
         if self.hidden_act != "gelu" {
             return Err(ModelError::Unsupported(format!(
                 "activation {:?} (only gelu)",
@@ -227,10 +250,11 @@ impl Bert {
         })
     }
 
-    /// The mean-pooled, L2-normalised embeddings of token sequences, run as one batch: shorter
-    /// sequences are padded, padding is masked out of attention and of the mean, so each
-    /// result equals the sequence's embedding on its own.
-    pub fn embed_batch(&self, sequences: &[Vec<u32>]) -> Result<Vec<Vec<f32>>, ModelError> {
+    /// The last layer's token states of each sequence (its real tokens' rows, `hidden_size`
+    /// values each, padding left out), run as one batch: shorter sequences are padded and
+    /// padding is masked out of attention, so each result equals the sequence's states on
+    /// its own. Pooling is [`crate::sentence::SentenceSettings::pool`]'s.
+    pub fn token_states(&self, sequences: &[Vec<u32>]) -> Result<Vec<Vec<f32>>, ModelError> {
         if sequences.is_empty() {
             return Ok(Vec::new());
         }
@@ -275,15 +299,12 @@ impl Bert {
         for layer in &self.layers {
             x = self.layer(layer, &x, &attention_bias)?;
         }
-        let mask = mask.unsqueeze(2)?;
-        let summed = x.broadcast_mul(&mask)?.sum(1)?;
-        let pooled = summed.broadcast_div(&mask.sum(1)?)?;
-        let norms = pooled
-            .sqr()?
-            .sum_keepdim(1)?
-            .sqrt()?
-            .clamp(1e-12, f64::MAX)?;
-        pooled.broadcast_div(&norms)?.to_vec2()
+        let states = x.to_vec3::<f32>()?;
+        Ok(states
+            .into_iter()
+            .zip(sequences)
+            .map(|(rows, sequence)| rows.into_iter().take(sequence.len()).flatten().collect())
+            .collect())
     }
 
     fn layer(&self, layer: &Layer, x: &Tensor, bias: &[f32]) -> candle_core::Result<Tensor> {

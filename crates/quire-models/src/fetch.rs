@@ -184,9 +184,19 @@ impl ModelFetch {
                 message: format!("{}{hint}", excerpt(&body)),
             });
         }
-        let partial = self
-            .dir
-            .join(format!(".{}.{}.partial", file.name, std::process::id()));
+        // Beside the file, in its own folder (`1_Pooling/config.json` has one).
+        let folder = path.parent().unwrap_or(&self.dir);
+        tokio::fs::create_dir_all(folder)
+            .await
+            .map_err(|source| ModelError::File {
+                path: folder.to_path_buf(),
+                source,
+            })?;
+        let base = path.file_name().map_or_else(
+            || file.name.clone(),
+            |name| name.to_string_lossy().into_owned(),
+        );
+        let partial = folder.join(format!(".{base}.{}.partial", std::process::id()));
         let written = self.write_partial(response, &url, &partial).await;
         let (bytes, sha256) = match written {
             Ok(done) => done,
@@ -266,8 +276,10 @@ impl ModelFetch {
 }
 
 /// The files of a sentence-transformers repository that Quire uses: the configuration, the
-/// vocabulary and the weights are required; `tokenizer.json` and
-/// `sentence_bert_config.json` (the window) are taken when the repository has them. The
+/// vocabulary and the weights are required; `tokenizer.json` and the sentence-transformers
+/// files (`sentence_bert_config.json` for the window and casing, `modules.json` and
+/// `1_Pooling/config.json` for the pooling and normalisation, `config_sentence_transformers.json`
+/// for the prompts; see [`crate::sentence`]) are taken when the repository has them. The
 /// weights' hash is pinned for [`DEFAULT_MODEL`].
 pub fn model_files(repo: &str) -> Vec<HubFile> {
     let file = |name: &str, required: bool| HubFile {
@@ -280,6 +292,9 @@ pub fn model_files(repo: &str) -> Vec<HubFile> {
         file("vocab.txt", true),
         file("tokenizer.json", false),
         file("sentence_bert_config.json", false),
+        file("modules.json", false),
+        file("1_Pooling/config.json", false),
+        file("config_sentence_transformers.json", false),
         HubFile {
             sha256: (repo == DEFAULT_MODEL).then(|| DEFAULT_MODEL_WEIGHTS_SHA256.to_owned()),
             ..file("model.safetensors", true)

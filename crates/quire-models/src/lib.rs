@@ -1,7 +1,8 @@
 //! Quire's models, behind the [`Embedder`] trait: the local sentence embedder
 //! ([`LocalEmbedder`], all-MiniLM-L6-v2 by default), a BERT encoder run on the CPU from a model
 //! directory of `config.json`, `vocab.txt` and `model.safetensors`, producing what
-//! sentence-transformers produces (mean pooling, L2 normalised); and [`OpenAiEmbedder`], a
+//! sentence-transformers produces (pooling, normalisation and prompts as the directory's
+//! sentence-transformers files say, see [`sentence`]); and [`OpenAiEmbedder`], a
 //! client for any server speaking OpenAI's `/v1/embeddings` (OpenAI, Ollama,
 //! text-embeddings-inference, vLLM). [`fetch`] downloads a model directory from the model hub.
 
@@ -13,6 +14,7 @@ mod http;
 mod local;
 pub mod onnx;
 mod openai;
+pub mod sentence;
 pub mod throughput;
 mod token_count;
 pub mod tokenizer;

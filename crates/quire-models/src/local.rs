@@ -9,6 +9,7 @@ use sha2::{Digest, Sha256};
 
 use crate::bert::{Bert, BertConfig};
 use crate::onnx::{Linear, OnnxEncoder};
+use crate::sentence::SentenceSettings;
 use crate::token_count::ModelTokens;
 use crate::tokenizer::WordPiece;
 use crate::{Embedder, ModelError, Purpose};
@@ -150,6 +151,10 @@ struct Inner {
     name: String,
     model_id: String,
     config: BertConfig,
+    /// Pooling, normalisation, prompts and casing from the sentence-transformers files.
+    sentence: SentenceSettings,
+    /// `[CLS]` plus the prompt's tokens, for documents and for queries (0 without a prompt).
+    prompt_tokens: [usize; 2],
 }
 
 impl LocalEmbedder {
@@ -209,18 +214,41 @@ impl LocalEmbedder {
                 }
             }
         };
-        let max_tokens = std::fs::read_to_string(dir.join("sentence_bert_config.json"))
-            .ok()
-            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
-            .and_then(|v| v["max_seq_length"].as_u64())
-            .map_or(DEFAULT_MAX_TOKENS, |n| n as usize)
+        let sentence = SentenceSettings::load(dir)?;
+        let max_tokens = sentence
+            .max_seq_length
+            .unwrap_or(DEFAULT_MAX_TOKENS)
             .min(config.max_position_embeddings);
-        let tokens = ModelTokens::load(dir, max_tokens)?.map(Arc::new);
+        // `[CLS]` and the prompt's own tokens, per purpose: the prompt takes part of the
+        // window, and is left out of the pooling where the model says so.
+        // As sentence-transformers counts them: the prompt tokenized alone, its `[SEP]` not
+        // counted; none without a prompt.
+        let prompt_tokens = |prompt: &str| match prompt {
+            "" => 0,
+            _ if sentence.lower_case => {
+                tokenizer.encode(&prompt.to_lowercase(), max_tokens).len() - 1
+            }
+            _ => tokenizer.encode(prompt, max_tokens).len() - 1,
+        };
+        let prompt_tokens = [
+            prompt_tokens(sentence.prompt(Purpose::Document)),
+            prompt_tokens(sentence.prompt(Purpose::Query)),
+        ];
+        // Chunks are cut to what is left of the window after the document prompt.
+        let chunk_window = max_tokens
+            .saturating_sub(prompt_tokens[0].saturating_sub(1))
+            .max(1);
+        let tokens = ModelTokens::load(dir, chunk_window)?.map(Arc::new);
         let name = dir
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let model_id = format!("local:{name}@{}", fingerprint(dir)?);
+        let mut model_id = format!("local:{name}@{}", fingerprint(dir)?);
+        if !sentence.is_default() {
+            // Same weights read another way are another model: their vectors must not mix.
+            let digest = Sha256::digest(sentence.describe().as_bytes());
+            model_id.push_str(&format!("+{}", hex::encode(&digest[..4])));
+        }
         Ok(Self {
             inner: Arc::new(Inner {
                 tokenizer,
@@ -228,10 +256,12 @@ impl LocalEmbedder {
                 fallback,
                 max_tokens,
                 tokens,
-                dimensions: config.hidden_size,
+                dimensions: sentence.dimensions(config.hidden_size),
                 name,
                 model_id,
                 config,
+                sentence,
+                prompt_tokens,
             }),
         })
     }
@@ -285,26 +315,53 @@ impl LocalEmbedder {
         &self.inner.model_id
     }
 
-    /// Token ids of `text` as the model sees them (cut to the window).
+    /// Token ids of `text` as the model sees them (cut to the window), without a prompt.
     pub fn token_ids(&self, text: &str) -> Vec<u32> {
-        self.inner.tokenizer.encode(text, self.inner.max_tokens)
+        if self.inner.sentence.lower_case {
+            self.inner
+                .tokenizer
+                .encode(&text.to_lowercase(), self.inner.max_tokens)
+        } else {
+            self.inner.tokenizer.encode(text, self.inner.max_tokens)
+        }
     }
 
-    /// The unit-length embedding of each text, in order. Texts are embedded in batches of
-    /// similar length, so little work goes into padding.
+    /// How the model directory's sentence-transformers files say texts become vectors.
+    pub fn sentence_settings(&self) -> &SentenceSettings {
+        &self.inner.sentence
+    }
+
+    /// The unit-length embedding of each document text, in order (with the model's document
+    /// prompt, if it has one).
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError> {
-        let sequences: Vec<Vec<u32>> = texts.iter().map(|t| self.token_ids(t)).collect();
+        self.embed_for(texts, Purpose::Document)
+    }
+
+    /// The unit-length embedding of each text, in order, for `purpose` (whose prompt the
+    /// model's configuration puts before it). Texts are embedded in batches of similar
+    /// length, so little work goes into padding.
+    pub fn embed_for(&self, texts: &[&str], purpose: Purpose) -> Result<Vec<Vec<f32>>, ModelError> {
+        let prompt = self.inner.sentence.prompt(purpose);
+        let prompt_tokens = self.inner.prompt_tokens[usize::from(purpose == Purpose::Query)];
+        let sequences: Vec<Vec<u32>> = texts
+            .iter()
+            .map(|t| match prompt {
+                "" => self.token_ids(t),
+                _ => self.token_ids(&format!("{prompt}{t}")),
+            })
+            .collect();
+        let width = self.inner.config.hidden_size;
         let mut order: Vec<usize> = (0..sequences.len()).collect();
         order.sort_by_key(|&i| sequences[i].len());
         let mut out = vec![Vec::new(); sequences.len()];
         for group in order.chunks(BATCH_SIZE) {
             let batch: Vec<Vec<u32>> = group.iter().map(|&i| sequences[i].clone()).collect();
-            let vectors = match &self.inner.encoder {
-                Encoder::Candle(bert) => bert.embed_batch(&batch)?,
-                Encoder::OnnxRuntime(encoder) => encoder.embed_batch(&batch)?,
+            let states = match &self.inner.encoder {
+                Encoder::Candle(bert) => bert.token_states(&batch)?,
+                Encoder::OnnxRuntime(encoder) => encoder.token_states(&batch)?,
             };
-            for (&i, vector) in group.iter().zip(vectors) {
-                out[i] = vector;
+            for (&i, rows) in group.iter().zip(states) {
+                out[i] = self.inner.sentence.pool(&rows, width, prompt_tokens);
             }
         }
         Ok(out)
@@ -343,11 +400,11 @@ impl Embedder for LocalEmbedder {
 
     /// Runs on the blocking pool: a forward pass is milliseconds of CPU that must not stall
     /// the async workers.
-    async fn embed(&self, texts: &[String], _: Purpose) -> Result<Vec<Vec<f32>>, ModelError> {
+    async fn embed(&self, texts: &[String], purpose: Purpose) -> Result<Vec<Vec<f32>>, ModelError> {
         let (model, texts) = (self.clone(), texts.to_vec());
         tokio::task::spawn_blocking(move || {
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            LocalEmbedder::embed(&model, &refs)
+            model.embed_for(&refs, purpose)
         })
         .await
         .map_err(|e| ModelError::Inference(e.to_string()))?

@@ -7,7 +7,7 @@ mod graph;
 mod proto;
 mod runtime;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::path::PathBuf;
 

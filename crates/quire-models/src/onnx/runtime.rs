@@ -126,8 +126,9 @@ impl OnnxEncoder {
         &self.library
     }
 
-    /// The mean-pooled, L2-normalised embeddings of token sequences, run as one padded batch.
-    pub(crate) fn embed_batch(&self, sequences: &[Vec<u32>]) -> Result<Vec<Vec<f32>>, ModelError> {
+    /// The last layer's token states of each sequence (its real tokens' rows, padding left
+    /// out), run as one padded batch.
+    pub(crate) fn token_states(&self, sequences: &[Vec<u32>]) -> Result<Vec<Vec<f32>>, ModelError> {
         if sequences.is_empty() {
             return Ok(Vec::new());
         }
@@ -161,25 +162,8 @@ impl OnnxEncoder {
             .iter()
             .enumerate()
             .map(|(b, sequence)| {
-                let rows = &hidden_states[b * len * width..(b * len + sequence.len()) * width];
-                mean_pool(rows, width)
+                hidden_states[b * len * width..(b * len + sequence.len()) * width].to_vec()
             })
             .collect())
     }
-}
-
-/// The mean of `rows` (the real tokens' hidden states), scaled to unit length.
-fn mean_pool(rows: &[f32], width: usize) -> Vec<f32> {
-    let count = (rows.len() / width).max(1) as f32;
-    let mut mean = vec![0f32; width];
-    for row in rows.chunks_exact(width) {
-        for (m, x) in mean.iter_mut().zip(row) {
-            *m += x;
-        }
-    }
-    for m in &mut mean {
-        *m /= count;
-    }
-    let norm = mean.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
-    mean.iter().map(|x| x / norm).collect()
 }
