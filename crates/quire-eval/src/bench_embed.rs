@@ -72,7 +72,10 @@ pub fn embed(args: EmbedBenchArgs) -> anyhow::Result<()> {
     };
     anyhow::ensure!(!chunks.is_empty(), "no text to embed");
     let texts: Vec<&str> = chunks.iter().map(String::as_str).collect();
-    let token_counts: Vec<usize> = texts.iter().map(|t| first.token_ids(t).len()).collect();
+    let token_counts: Vec<usize> = texts
+        .iter()
+        .map(|t| first.token_ids(t).map_or(0, |ids| ids.len()))
+        .collect();
     let flops: f64 = token_counts
         .iter()
         .map(|n| forward_flops(first.config(), *n))
@@ -165,7 +168,7 @@ fn query_latency(embedder: &LocalEmbedder, path: &PathBuf) -> anyhow::Result<()>
     let mut times = Vec::with_capacity(queries.len());
     let mut tokens = 0;
     for q in &queries {
-        tokens += embedder.token_ids(q).len();
+        tokens += embedder.token_ids(q)?.len();
         let started = Instant::now();
         embedder.embed(&[q.as_str()])?;
         times.push(started.elapsed());

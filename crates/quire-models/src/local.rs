@@ -14,6 +14,7 @@ use crate::token_count::ModelTokens;
 use crate::tokenizer::WordPiece;
 use crate::{Embedder, ModelError, Purpose};
 use quire_core::embed::TokenCount;
+use tokenizers::{Tokenizer, TruncationParams};
 
 /// Which inference engine runs the local model. Both compute the same vectors (each matches
 /// sentence-transformers to a cosine of 1.000000), so the choice never changes the model id
@@ -121,6 +122,51 @@ impl EngineOptions {
     }
 }
 
+/// Text to the model's token ids (`[CLS] … [SEP]`, cut to the window).
+#[derive(Debug)]
+enum TextTokenizer {
+    /// The model's own `tokenizer.json`, read with the `tokenizers` crate: whatever
+    /// normaliser and vocabulary the model ships (cased or not) is honoured.
+    File(Box<Tokenizer>),
+    /// Our WordPiece over `vocab.txt`, for a directory without `tokenizer.json` (uncased
+    /// BERT vocabularies only).
+    WordPiece(WordPiece),
+}
+
+impl TextTokenizer {
+    /// The model's `tokenizer.json` when it has one, cut at `window` tokens (its own
+    /// truncation and padding are replaced: MiniLM's file cuts at 128 where
+    /// sentence-transformers reads 256); else `vocab.txt`.
+    fn load(dir: &Path, window: usize) -> Result<Self, ModelError> {
+        let path = dir.join("tokenizer.json");
+        if !path.exists() {
+            return WordPiece::from_vocab(&read(&dir.join("vocab.txt"))?)
+                .map(Self::WordPiece)
+                .map_err(|e| ModelError::Config(e.to_string()));
+        }
+        let invalid = |e: tokenizers::Error| ModelError::Config(format!("{}: {e}", path.display()));
+        let mut tokenizer = Tokenizer::from_file(&path).map_err(invalid)?;
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length: window,
+                ..TruncationParams::default()
+            }))
+            .map_err(invalid)?;
+        tokenizer.with_padding(None);
+        Ok(Self::File(Box::new(tokenizer)))
+    }
+
+    fn encode(&self, text: &str, window: usize) -> Result<Vec<u32>, ModelError> {
+        match self {
+            Self::WordPiece(wordpiece) => Ok(wordpiece.encode(text, window)),
+            Self::File(tokenizer) => tokenizer
+                .encode(text, true)
+                .map(|encoding| encoding.get_ids().to_vec())
+                .map_err(|e| ModelError::Inference(format!("the model's tokenizer: {e}"))),
+        }
+    }
+}
+
 #[derive(Debug)]
 enum Encoder {
     Candle(Bert),
@@ -140,7 +186,7 @@ pub struct LocalEmbedder {
 
 #[derive(Debug)]
 struct Inner {
-    tokenizer: WordPiece,
+    tokenizer: TextTokenizer,
     encoder: Encoder,
     /// Why `Auto` fell back to candle, for the log.
     fallback: Option<String>,
@@ -169,8 +215,6 @@ impl LocalEmbedder {
     pub fn load_with(dir: &Path, options: &EngineOptions) -> Result<Self, ModelError> {
         options.check()?;
         let config: BertConfig = serde_json::from_str(&read(&dir.join("config.json"))?)
-            .map_err(|e| ModelError::Config(e.to_string()))?;
-        let tokenizer = WordPiece::from_vocab(&read(&dir.join("vocab.txt"))?)
             .map_err(|e| ModelError::Config(e.to_string()))?;
         config.check()?;
         let weights = dir.join("model.safetensors");
@@ -219,20 +263,23 @@ impl LocalEmbedder {
             .max_seq_length
             .unwrap_or(DEFAULT_MAX_TOKENS)
             .min(config.max_position_embeddings);
+        let tokenizer = TextTokenizer::load(dir, max_tokens)?;
         // `[CLS]` and the prompt's own tokens, per purpose: the prompt takes part of the
         // window, and is left out of the pooling where the model says so.
         // As sentence-transformers counts them: the prompt tokenized alone, its `[SEP]` not
         // counted; none without a prompt.
-        let prompt_tokens = |prompt: &str| match prompt {
-            "" => 0,
-            _ if sentence.lower_case => {
-                tokenizer.encode(&prompt.to_lowercase(), max_tokens).len() - 1
-            }
-            _ => tokenizer.encode(prompt, max_tokens).len() - 1,
+        let prompt_tokens = |prompt: &str| -> Result<usize, ModelError> {
+            Ok(match prompt {
+                "" => 0,
+                _ if sentence.lower_case => {
+                    tokenizer.encode(&prompt.to_lowercase(), max_tokens)?.len() - 1
+                }
+                _ => tokenizer.encode(prompt, max_tokens)?.len() - 1,
+            })
         };
         let prompt_tokens = [
-            prompt_tokens(sentence.prompt(Purpose::Document)),
-            prompt_tokens(sentence.prompt(Purpose::Query)),
+            prompt_tokens(sentence.prompt(Purpose::Document))?,
+            prompt_tokens(sentence.prompt(Purpose::Query))?,
         ];
         // Chunks are cut to what is left of the window after the document prompt.
         let chunk_window = max_tokens
@@ -316,7 +363,7 @@ impl LocalEmbedder {
     }
 
     /// Token ids of `text` as the model sees them (cut to the window), without a prompt.
-    pub fn token_ids(&self, text: &str) -> Vec<u32> {
+    pub fn token_ids(&self, text: &str) -> Result<Vec<u32>, ModelError> {
         if self.inner.sentence.lower_case {
             self.inner
                 .tokenizer
@@ -349,7 +396,7 @@ impl LocalEmbedder {
                 "" => self.token_ids(t),
                 _ => self.token_ids(&format!("{prompt}{t}")),
             })
-            .collect();
+            .collect::<Result<_, _>>()?;
         let width = self.inner.config.hidden_size;
         let mut order: Vec<usize> = (0..sequences.len()).collect();
         order.sort_by_key(|&i| sequences[i].len());
@@ -411,13 +458,17 @@ impl Embedder for LocalEmbedder {
     }
 }
 
-/// Hash of the configuration, the vocabulary, and the weights' size and first MiB: tells two
-/// models apart without reading 90 MB at every start.
+/// Hash of the configuration, the vocabulary (`tokenizer.json` where there is no
+/// `vocab.txt`), and the weights' size and first MiB: tells two models apart without reading
+/// 90 MB at every start.
 fn fingerprint(dir: &Path) -> Result<String, ModelError> {
     let mut hasher = Sha256::new();
-    for name in ["config.json", "vocab.txt"] {
-        hasher.update(read(&dir.join(name))?.as_bytes());
-    }
+    hasher.update(read(&dir.join("config.json"))?.as_bytes());
+    let vocabulary = match dir.join("vocab.txt") {
+        vocab if vocab.exists() => vocab,
+        _ => dir.join("tokenizer.json"),
+    };
+    hasher.update(read(&vocabulary)?.as_bytes());
     let weights = dir.join("model.safetensors");
     let io = |source| ModelError::File {
         path: weights.clone(),

@@ -65,12 +65,12 @@ impl TokenCount for ModelTokens {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A WordPiece `tokenizer.json` over a tiny vocabulary, with truncation at 4 and padding
     /// (which counting must ignore), `[CLS] … [SEP]` around every sequence.
-    fn tiny_tokenizer(dir: &Path) {
+    pub(crate) fn tiny_tokenizer(dir: &Path) {
         let vocab = serde_json::json!({
             "[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3,
             "pump": 4, "valve": 5, "##s": 6, "the": 7, ".": 8

@@ -3,8 +3,8 @@
 //! control characters, space out CJK ideographs, strip accents (NFD, drop non-spacing marks),
 //! lower-case, split on whitespace and punctuation, then greedy longest-match word pieces with
 //! the `##` continuation prefix, wrapped in `[CLS] … [SEP]` and truncated to the model's window.
-//! Owned here rather than taken from the `tokenizers` crate, which is large to build for the
-//! one model family we run; `tests/reference.rs` checks it against the Python tokenizer.
+//! The local embedder uses a model's own `tokenizer.json` (with the `tokenizers` crate) when
+//! the directory has one; this tokenizer serves directories with only `vocab.txt`.
 
 use std::collections::HashMap;
 

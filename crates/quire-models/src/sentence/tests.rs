@@ -3,6 +3,7 @@ use std::path::Path;
 use super::*;
 use crate::local::{Engine, EngineOptions, LocalEmbedder};
 use crate::onnx::tests::{HIDDEN, VOCAB, tiny_bert};
+use crate::token_count::tests::tiny_tokenizer;
 
 /// Three tokens of width 2, as rows: (1, 0), (3, 4), (0, -2).
 const ROWS: [f32; 6] = [1.0, 0.0, 3.0, 4.0, 0.0, -2.0];
@@ -394,4 +395,24 @@ fn architectures_other_than_bert_are_refused_by_name() {
     }
     // Spelled out as BERT's own values, they load.
     candle(dir.path());
+}
+
+#[test]
+fn the_models_own_tokenizer_json_is_used_with_the_window_of_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    tiny_model(dir.path());
+    // Only `tokenizer.json`: its truncation at 4 and padding to 16 are replaced by the
+    // model's window (32 positions here) and no padding.
+    std::fs::remove_file(dir.path().join("vocab.txt")).unwrap();
+    tiny_tokenizer(dir.path());
+    let embedder = candle(dir.path());
+    // [CLS] the pump ##s . [SEP], lower-cased by the file's own normaliser.
+    assert_eq!(
+        embedder.token_ids("The PUMPS.").unwrap(),
+        [2, 7, 4, 6, 8, 3]
+    );
+    let long = embedder.token_ids(&"valve ".repeat(40)).unwrap();
+    assert_eq!(long.len(), 32);
+    assert_eq!((long[0], long[31]), (2, 3));
+    assert_eq!(embedder.embed(&["the pumps"]).unwrap()[0].len(), HIDDEN);
 }
