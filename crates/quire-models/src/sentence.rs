@@ -91,9 +91,12 @@ struct Module {
     kind: String,
 }
 
-/// `1_Pooling/config.json`, the fields that choose the modes.
+/// `1_Pooling/config.json`, the fields that choose the modes: `pooling_mode` (a name or a
+/// list, sentence-transformers 5 and later) or the older `pooling_mode_*` flags.
 #[derive(Deserialize, Default)]
 struct PoolingConfig {
+    #[serde(default)]
+    pooling_mode: Option<serde_json::Value>,
     #[serde(default)]
     pooling_mode_cls_token: bool,
     #[serde(default)]
@@ -157,28 +160,13 @@ impl SentenceSettings {
         };
         let config: PoolingConfig =
             json_file(&dir.join(&pooling.path).join("config.json"))?.unwrap_or_default();
-        self.pooling = [
-            (config.pooling_mode_cls_token, PoolingMode::Cls),
-            (config.pooling_mode_max_tokens, PoolingMode::Max),
-            (config.pooling_mode_mean_tokens, PoolingMode::Mean),
-            (
-                config.pooling_mode_mean_sqrt_len_tokens,
-                PoolingMode::MeanSqrtLen,
-            ),
-            (
-                config.pooling_mode_weightedmean_tokens,
-                PoolingMode::WeightedMean,
-            ),
-            (config.pooling_mode_lasttoken, PoolingMode::LastToken),
-        ]
-        .into_iter()
-        .filter_map(|(on, mode)| on.then_some(mode))
-        .collect();
+        self.pooling = match &config.pooling_mode {
+            Some(named) => named_modes(named, &pooling.path)?,
+            None => flagged_modes(&config),
+        };
+        // As sentence-transformers: a configuration that names no mode means the mean.
         if self.pooling.is_empty() {
-            return Err(ModelError::Config(format!(
-                "{}/config.json turns on no pooling mode",
-                pooling.path
-            )));
+            self.pooling = vec![PoolingMode::Mean];
         }
         self.include_prompt = config.include_prompt;
         self.normalize = modules.iter().any(|m| m.kind == NORMALIZE);
@@ -267,8 +255,8 @@ impl SentenceSettings {
     pub fn pool(&self, rows: &[f32], width: usize, prompt_tokens: usize) -> Vec<f32> {
         let tokens = rows.len() / width.max(1);
         let row = |t: usize| &rows[t * width..(t + 1) * width];
-        // sentence-transformers masks the prompt out of every mode but CLS and last token,
-        // which read positions directly.
+        // sentence-transformers masks the prompt out of the pooling; CLS then reads the first
+        // token left (the text's first), last token the last.
         let first = if self.include_prompt {
             0
         } else {
@@ -279,7 +267,7 @@ impl SentenceSettings {
         let mut out = Vec::with_capacity(self.dimensions(width));
         for mode in &self.pooling {
             match mode {
-                PoolingMode::Cls => out.extend_from_slice(row(0)),
+                PoolingMode::Cls => out.extend_from_slice(row(first.min(tokens.saturating_sub(1)))),
                 PoolingMode::LastToken => out.extend_from_slice(row(tokens.saturating_sub(1))),
                 PoolingMode::Max if count == 0 => out.extend(std::iter::repeat_n(0.0, width)),
                 PoolingMode::Max => out.extend((0..width).map(|d| {
@@ -315,6 +303,51 @@ impl SentenceSettings {
         out.iter_mut().for_each(|x| *x /= norm);
         out
     }
+}
+
+/// Modes named by `pooling_mode`, in its order.
+fn named_modes(named: &Value, folder: &str) -> Result<Vec<PoolingMode>, ModelError> {
+    let names: Vec<&str> = match named {
+        Value::String(name) => vec![name.as_str()],
+        Value::Array(names) => names.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    names
+        .into_iter()
+        .map(|name| match name {
+            "cls" => Ok(PoolingMode::Cls),
+            "max" => Ok(PoolingMode::Max),
+            "mean" => Ok(PoolingMode::Mean),
+            "mean_sqrt_len_tokens" => Ok(PoolingMode::MeanSqrtLen),
+            "weightedmean" => Ok(PoolingMode::WeightedMean),
+            "lasttoken" => Ok(PoolingMode::LastToken),
+            other => Err(ModelError::Unsupported(format!(
+                "{folder}/config.json asks for the pooling mode {other:?}, which Quire does not \
+                 know (cls, max, mean, mean_sqrt_len_tokens, weightedmean, lasttoken)"
+            ))),
+        })
+        .collect()
+}
+
+/// Modes turned on by the older `pooling_mode_*` flags, in sentence-transformers' order.
+fn flagged_modes(config: &PoolingConfig) -> Vec<PoolingMode> {
+    [
+        (config.pooling_mode_cls_token, PoolingMode::Cls),
+        (config.pooling_mode_max_tokens, PoolingMode::Max),
+        (config.pooling_mode_mean_tokens, PoolingMode::Mean),
+        (
+            config.pooling_mode_mean_sqrt_len_tokens,
+            PoolingMode::MeanSqrtLen,
+        ),
+        (
+            config.pooling_mode_weightedmean_tokens,
+            PoolingMode::WeightedMean,
+        ),
+        (config.pooling_mode_lasttoken, PoolingMode::LastToken),
+    ]
+    .into_iter()
+    .filter_map(|(on, mode)| on.then_some(mode))
+    .collect()
 }
 
 /// The JSON in `path`, `None` when there is no such file.

@@ -12,7 +12,7 @@ use super::graph::{BFLOAT16, Dim, FLOAT, Graph, Linear, int, quantise_columns, v
 use super::runtime::{OnnxEncoder, session};
 use crate::bert::BertConfig;
 
-fn library() -> PathBuf {
+pub(crate) fn library() -> PathBuf {
     let library = std::env::var_os("QUIRE_TEST_ONNXRUNTIME")
         .map(PathBuf::from)
         .or_else(super::default_library)
