@@ -2,16 +2,14 @@
 //! beside the nodes' BM25: the measurement behind cluster mode's choice of a Tantivy index per
 //! node over ranking keywords inside the database (`docs/cluster.md`).
 //!
-//! After the nodes have stopped, the cluster's `chunks` table gets what a PostgreSQL design
-//! would add: a stored `tsvector` of the section and the text (English configuration, as the
-//! keyword index stems English) and a GIN index on it. Each query becomes the OR of its
-//! stemmed words (`plainto_tsquery` joins them with AND, which few chunks of a 5,000-document
-//! corpus satisfy for a whole sentence) and the matches are ranked by `ts_rank_cd`.
+//! After the nodes have stopped, the cluster's chunks get what a PostgreSQL design would add
+//! ([`FullTextIndex`]: a GIN-indexed `tsvector`, queries as the OR of their words, ranked by
+//! `ts_rank_cd`).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use sqlx::{Connection, Executor, PgConnection};
+use quire_store::FullTextIndex;
 
 use super::Judged;
 use crate::eval_retrieval::ranked_documents;
@@ -35,21 +33,6 @@ pub(super) struct FullText {
     pub(super) mean_matches: f64,
 }
 
-/// The ranking statement: `$1` the query text, `$2` the number of hits.
-const RANKED: &str = "\
-    WITH q AS (SELECT to_tsquery('english', \
-                 replace(plainto_tsquery('english', $1)::text, ' & ', ' | ')) AS q) \
-    SELECT document_id::text FROM chunks, q \
-    WHERE full_text @@ q.q \
-    ORDER BY ts_rank_cd(full_text, q.q) DESC \
-    LIMIT $2";
-
-/// Counts the chunks a query matches.
-const MATCHES: &str = "\
-    SELECT count(*) FROM chunks \
-    WHERE full_text @@ to_tsquery('english', \
-            replace(plainto_tsquery('english', $1)::text, ' & ', ' | '))";
-
 /// Indexes the chunks of the cluster's schema at `url` for full-text search and scores every
 /// judged query.
 pub(super) async fn measure(
@@ -57,41 +40,22 @@ pub(super) async fn measure(
     judged: &Judged,
     corpus_id_of: &HashMap<String, String>,
 ) -> anyhow::Result<FullText> {
-    let mut db = PgConnection::connect(url).await?;
     let started = Instant::now();
-    db.execute(
-        "ALTER TABLE chunks ADD COLUMN full_text tsvector GENERATED ALWAYS AS \
-         (to_tsvector('english', section || ' ' || content)) STORED",
-    )
-    .await?;
-    db.execute("CREATE INDEX chunks_full_text ON chunks USING gin (full_text)")
-        .await?;
-    db.execute("ANALYZE chunks").await?;
+    let mut index = FullTextIndex::build(url).await?;
     let indexing = started.elapsed();
 
     let mut ndcg = 0.0;
     let mut matches = 0i64;
     for (query_id, text) in &judged.queries {
-        let hits: Vec<String> = sqlx::query_scalar(RANKED)
-            .bind(text)
-            .bind(QUALITY_HITS)
-            .fetch_all(&mut db)
-            .await?;
+        let hits = index.search(text, QUALITY_HITS).await?;
         let ranked = ranked_documents(hits.iter().map(String::as_str), corpus_id_of);
         ndcg += ndcg_at(&ranked, &judged.judgements[query_id], 10);
-        matches += sqlx::query_scalar::<_, i64>(MATCHES)
-            .bind(text)
-            .fetch_one(&mut db)
-            .await?;
+        matches += index.matches(text).await?;
     }
     let mut latencies = Vec::with_capacity(judged.queries.len());
     for (_, text) in &judged.queries {
         let asked = Instant::now();
-        sqlx::query_scalar::<_, String>(RANKED)
-            .bind(text)
-            .bind(TIMED_HITS)
-            .fetch_all(&mut db)
-            .await?;
+        index.search(text, TIMED_HITS).await?;
         latencies.push(asked.elapsed());
     }
     latencies.sort();

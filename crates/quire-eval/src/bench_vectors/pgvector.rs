@@ -18,13 +18,12 @@
 //!   scope);
 //! - **the planner's choice**: the plain statement a user would write, pgvector's defaults.
 
-use std::fmt::Write as _;
 use std::time::Instant;
 
 use anyhow::Context;
 use quire_core::SourceId;
 use quire_search::VectorHit;
-use sqlx::{Connection, Executor, PgConnection, Row};
+use quire_store::{PgVectorTable, VectorColumn, VectorPath};
 
 use super::{K, Loaded, Mixture, Pass, SCOPES, SOURCES, Truth};
 
@@ -44,90 +43,49 @@ pub(super) struct Build {
     pub(super) ef_construction: usize,
 }
 
-/// Rows sent per `COPY` message.
+/// Rows sent per `COPY`.
 const COPY_ROWS: usize = 2_000;
+
+/// Both vector columns, in the report's order.
+const COLUMNS: [VectorColumn; 2] = [VectorColumn::Vector, VectorColumn::Halfvec];
 
 /// Loads the corpus into pgvector on `url`, runs every path over every scope and prints a
 /// table: p50, p99, recall@10 against the exact top 10, and the rows returned per query (the
 /// filter trap returns fewer than 10). The table is dropped afterwards, also after a failure.
 pub(super) async fn report(url: &str, corpus: &Corpus<'_>, build: &Build) -> anyhow::Result<()> {
-    let mut db = PgConnection::connect(url)
+    let mut table = PgVectorTable::create(url, corpus.mixture.dims)
         .await
-        .context("could not connect to --pgvector")?;
-    db.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        .await
-        .context("the server has no pgvector extension (CREATE EXTENSION vector failed)")?;
-    let table = format!("quire_bench_vectors_{}", uuid::Uuid::new_v4().simple());
-    let measured = measure(&mut db, &table, corpus, build).await;
-    db.execute(format!("DROP TABLE IF EXISTS {table}").as_str())
-        .await?;
+        .context("--pgvector")?;
+    let measured = measure(&mut table, corpus, build).await;
+    table.drop_table().await?;
     measured
 }
 
 async fn measure(
-    db: &mut PgConnection,
-    table: &str,
+    table: &mut PgVectorTable,
     corpus: &Corpus<'_>,
     build: &Build,
 ) -> anyhow::Result<()> {
-    let dims = corpus.mixture.dims;
-    db.execute(
-        format!(
-            "CREATE TABLE {table} (number integer NOT NULL, ordinal integer NOT NULL, \
-             source integer NOT NULL, embedding vector({dims}) NOT NULL, \
-             half halfvec({dims}) GENERATED ALWAYS AS (embedding::halfvec({dims})) STORED)"
-        )
-        .as_str(),
-    )
-    .await?;
     let started = Instant::now();
-    copy_corpus(db, table, corpus).await?;
+    copy_corpus(table, corpus).await?;
     let copied = started.elapsed();
     let started = Instant::now();
-    db.execute(format!("CREATE INDEX ON {table} (source)").as_str())
-        .await?;
+    table.index_sources().await?;
     let btree = started.elapsed();
-    // Room for the whole graph in memory, and one helper besides the leader on two cores:
-    // what pgvector's documentation advises for a fast build.
-    db.execute("SET maintenance_work_mem = '4GB'").await?;
-    db.execute("SET max_parallel_maintenance_workers = 1")
-        .await?;
     let mut built = Vec::new();
-    for (column, ops) in [
-        ("embedding", "vector_cosine_ops"),
-        ("half", "halfvec_cosine_ops"),
-    ] {
+    for column in COLUMNS {
         let started = Instant::now();
-        db.execute(
-            format!(
-                "CREATE INDEX {table}_{column}_hnsw ON {table} USING hnsw ({column} {ops}) \
-                 WITH (m = {}, ef_construction = {})",
-                build.m, build.ef_construction
-            )
-            .as_str(),
-        )
-        .await?;
-        built.push((column, started.elapsed()));
+        table
+            .index_column(column, build.m, build.ef_construction)
+            .await?;
+        built.push((column.name(), started.elapsed()));
     }
-    db.execute(format!("ANALYZE {table}").as_str()).await?;
-
-    let facts = sqlx::query(&format!(
-        "SELECT current_setting('server_version'), \
-                (SELECT extversion FROM pg_extension WHERE extname = 'vector'), \
-                current_setting('shared_buffers'), \
-                pg_size_pretty(pg_table_size('{table}')), \
-                pg_size_pretty(pg_relation_size('{table}_embedding_hnsw')), \
-                pg_size_pretty(pg_relation_size('{table}_half_hnsw'))"
-    ))
-    .fetch_one(&mut *db)
-    .await?;
-    let fact = |i: usize| facts.try_get::<String, _>(i);
+    table.analyze().await?;
+    let facts = table.describe().await?;
     println!();
     println!(
         "pgvector      PostgreSQL {}, pgvector {}, shared_buffers {}; the same corpus and queries",
-        fact(0)?,
-        fact(1)?,
-        fact(2)?
+        facts.server_version, facts.pgvector_version, facts.shared_buffers
     );
     println!(
         "pg build      COPY {:.1} s, btree on the source {:.1} s, {}",
@@ -142,24 +100,24 @@ async fn measure(
     println!(
         "pg sizes      table {} (vector and halfvec columns), HNSW vector {}, HNSW halfvec {}; \
          graph m {}, ef_construction {}",
-        fact(3)?,
-        fact(4)?,
-        fact(5)?,
+        facts.table_size,
+        facts.vector_index_size,
+        facts.halfvec_index_size,
         build.m,
         build.ef_construction
     );
-    warm_up(db, table, corpus).await?;
+    warm_up(table, corpus).await?;
     println!();
     println!("| scope | pgvector path | column | ef_search | p50 ms | p99 ms | recall@10 | rows |");
     println!("|---|---|---|---|---|---|---|---|");
     for (scope, truth) in SCOPES.iter().zip(corpus.truth) {
         for path in paths(scope.sources) {
-            let pass = run(db, table, corpus, &path, scope.sources).await?;
+            let pass = run(table, corpus, &path, scope.sources).await?;
             println!(
                 "| {} | {} | {} | {} | {} | {:.3} | {:.1} |",
                 scope.name,
                 path.name(),
-                path.column,
+                path.column.name(),
                 path.ef(),
                 pass.latency(),
                 pass.recall(truth),
@@ -172,154 +130,66 @@ async fn measure(
 
 /// Reads the table and walks both graphs once, unmeasured, so the first measured pass does
 /// not pay for reading them into the buffer cache.
-async fn warm_up(db: &mut PgConnection, table: &str, corpus: &Corpus<'_>) -> anyhow::Result<()> {
-    sqlx::query(&format!("SELECT count(*) FROM {table}"))
-        .execute(&mut *db)
-        .await?;
+async fn warm_up(table: &mut PgVectorTable, corpus: &Corpus<'_>) -> anyhow::Result<()> {
+    table.read_through().await?;
     let warm = Corpus {
         queries: &corpus.queries[..corpus.queries.len().min(50)],
         ..*corpus
     };
-    for column in ["embedding", "half"] {
+    for column in COLUMNS {
         let path = Path {
-            kind: Kind::Hnsw,
+            kind: VectorPath::Hnsw,
             column,
             ef_search: 400,
         };
-        run(db, table, &warm, &path, SOURCES).await?;
+        run(table, &warm, &path, SOURCES).await?;
     }
     Ok(())
 }
 
-/// Streams the corpus into the table with `COPY … FROM STDIN` in text format.
-async fn copy_corpus(
-    db: &mut PgConnection,
-    table: &str,
-    corpus: &Corpus<'_>,
-) -> anyhow::Result<()> {
-    let mut copy = db
-        .copy_in_raw(&format!(
-            "COPY {table} (number, ordinal, source, embedding) FROM STDIN"
-        ))
-        .await?;
-    let mut rows = String::new();
-    let mut pending = 0;
+/// Loads the corpus, regenerated from the mixture, [`COPY_ROWS`] rows at a time.
+async fn copy_corpus(table: &mut PgVectorTable, corpus: &Corpus<'_>) -> anyhow::Result<()> {
+    let mut rows = Vec::with_capacity(COPY_ROWS);
     for (number, &(_, source, chunks)) in corpus.loaded.iter().enumerate() {
         let shape = corpus.mixture.document(number as u64);
         for ordinal in 0..chunks as u64 {
             let vector = corpus.mixture.chunk(&shape, ordinal);
-            write!(rows, "{number}\t{ordinal}\t{source}\t")?;
-            write_vector(&mut rows, &vector);
-            rows.push('\n');
-            pending += 1;
-            if pending == COPY_ROWS {
-                copy.send(rows.as_bytes()).await?;
+            rows.push((number as i32, ordinal as i32, source as i32, vector));
+            if rows.len() == COPY_ROWS {
+                table.copy(&rows).await?;
                 rows.clear();
-                pending = 0;
             }
         }
     }
     if !rows.is_empty() {
-        copy.send(rows.as_bytes()).await?;
+        table.copy(&rows).await?;
     }
-    copy.finish().await?;
     Ok(())
-}
-
-/// A vector in pgvector's text form, `[x,y,…]`.
-fn write_vector(out: &mut String, vector: &[f32]) {
-    out.push('[');
-    for (i, x) in vector.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        // `{x}` is the shortest text that reads back as the same f32.
-        let _ = write!(out, "{x}");
-    }
-    out.push(']');
 }
 
 /// How one pass asks.
 #[derive(Debug, Clone, PartialEq)]
 struct Path {
-    kind: Kind,
-    column: &'static str,
+    kind: VectorPath,
+    column: VectorColumn,
     ef_search: usize,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Kind {
-    /// The HNSW walk, the filter applied to what it returns.
-    Hnsw,
-    /// The walk with `hnsw.iterative_scan` at this order.
-    Iterative(&'static str),
-    /// The scope's rows through the btree, sorted by distance.
-    ExactThroughBtree,
-    /// The plain statement with the btree available and pgvector's defaults.
-    PlannersChoice,
 }
 
 impl Path {
     fn name(&self) -> String {
         match self.kind {
-            Kind::Hnsw => "HNSW, then the filter".to_owned(),
-            Kind::Iterative(order) => format!("HNSW, iterative scan ({order})"),
-            Kind::ExactThroughBtree => "exact: btree on the source, then sort".to_owned(),
-            Kind::PlannersChoice => "planner's choice (plain SQL, defaults)".to_owned(),
+            VectorPath::Hnsw => "HNSW, then the filter".to_owned(),
+            VectorPath::Iterative(order) => format!("HNSW, iterative scan ({order})"),
+            VectorPath::ExactThroughBtree => "exact: btree on the source, then sort".to_owned(),
+            VectorPath::PlannersChoice => "planner's choice (plain SQL, defaults)".to_owned(),
         }
     }
 
     /// The `ef_search` column of the report.
     fn ef(&self) -> String {
         match self.kind {
-            Kind::ExactThroughBtree => "–".to_owned(),
+            VectorPath::ExactThroughBtree => "–".to_owned(),
             _ => self.ef_search.to_string(),
-        }
-    }
-
-    /// The statement: `$1` the query vector as text, `$2` the number of sources in scope
-    /// (the scope is the sources numbered below it).
-    fn statement(&self, table: &str) -> String {
-        let column = self.column;
-        let ty = if column == "half" {
-            "halfvec"
-        } else {
-            "vector"
-        };
-        match self.kind {
-            // `source + 0` keeps the btree out of the plan: the walk must find the scope.
-            Kind::Hnsw | Kind::Iterative(_) => format!(
-                "SELECT number, ordinal FROM {table} WHERE source + 0 < $2 \
-                 ORDER BY {column} <=> $1::text::{ty} LIMIT {K}"
-            ),
-            Kind::ExactThroughBtree => format!(
-                "WITH scope AS MATERIALIZED (SELECT number, ordinal, {column} FROM {table} \
-                 WHERE source < $2) \
-                 SELECT number, ordinal FROM scope ORDER BY {column} <=> $1::text::{ty} LIMIT {K}"
-            ),
-            Kind::PlannersChoice => format!(
-                "SELECT number, ordinal FROM {table} WHERE source < $2 \
-                 ORDER BY {column} <=> $1::text::{ty} LIMIT {K}"
-            ),
-        }
-    }
-
-    /// The session settings before the pass.
-    fn settings(&self) -> String {
-        let defaults = "RESET hnsw.ef_search; RESET hnsw.iterative_scan; RESET enable_seqscan; \
-                        RESET enable_bitmapscan;";
-        match self.kind {
-            Kind::PlannersChoice | Kind::ExactThroughBtree => defaults.to_owned(),
-            Kind::Hnsw => format!(
-                "{defaults} SET hnsw.ef_search = {}; SET enable_seqscan = off; \
-                 SET enable_bitmapscan = off;",
-                self.ef_search
-            ),
-            Kind::Iterative(order) => format!(
-                "{defaults} SET hnsw.ef_search = {}; SET hnsw.iterative_scan = {order}; \
-                 SET enable_seqscan = off; SET enable_bitmapscan = off;",
-                self.ef_search
-            ),
         }
     }
 }
@@ -335,49 +205,46 @@ fn paths(sources: usize) -> Vec<Path> {
         ef_search,
     };
     let mut paths = Vec::new();
-    for column in ["embedding", "half"] {
+    for column in COLUMNS {
         for ef in [PGVECTOR_EF_SEARCH, 100, 200, 400] {
-            paths.push(path(Kind::Hnsw, column, ef));
+            paths.push(path(VectorPath::Hnsw, column, ef));
         }
         if sources < SOURCES {
             for ef in [PGVECTOR_EF_SEARCH, 200] {
-                paths.push(path(Kind::Iterative("relaxed_order"), column, ef));
+                paths.push(path(VectorPath::Iterative("relaxed_order"), column, ef));
             }
-            paths.push(path(Kind::Iterative("strict_order"), column, 200));
+            paths.push(path(VectorPath::Iterative("strict_order"), column, 200));
         }
     }
     if sources < SOURCES {
-        paths.push(path(Kind::ExactThroughBtree, "embedding", 0));
+        paths.push(path(VectorPath::ExactThroughBtree, VectorColumn::Vector, 0));
     }
-    paths.push(path(Kind::PlannersChoice, "embedding", PGVECTOR_EF_SEARCH));
+    paths.push(path(
+        VectorPath::PlannersChoice,
+        VectorColumn::Vector,
+        PGVECTOR_EF_SEARCH,
+    ));
     paths
 }
 
 /// One pass of every query through `path`.
 async fn run(
-    db: &mut PgConnection,
-    table: &str,
+    table: &mut PgVectorTable,
     corpus: &Corpus<'_>,
     path: &Path,
     sources: usize,
 ) -> anyhow::Result<Pass> {
-    db.execute(path.settings().as_str()).await?;
-    let statement = path.statement(table);
+    table.prepare(path.kind, path.ef_search).await?;
     let mut pass = Pass {
         latencies: Vec::with_capacity(corpus.queries.len()),
         results: Vec::with_capacity(corpus.queries.len()),
     };
-    let mut text = String::new();
     for query in corpus.queries {
-        text.clear();
-        write_vector(&mut text, query);
         let started = Instant::now();
-        let rows: Vec<(i32, i32)> = sqlx::query_as(&statement)
-            .bind(&text)
-            .bind(sources as i32)
-            .fetch_all(&mut *db)
+        let rows = table
+            .search(path.kind, path.column, query, sources as i32, K)
             .await
-            .with_context(|| format!("{} on {}", path.name(), path.column))?;
+            .with_context(|| format!("{} on {}", path.name(), path.column.name()))?;
         pass.latencies.push(started.elapsed());
         pass.results.push(
             rows.into_iter()

@@ -4,6 +4,7 @@
 //! `FOR UPDATE SKIP LOCKED`, rate-limit windows counted by one atomic upsert.
 
 mod admin;
+pub(crate) mod alternatives;
 mod chunks;
 mod codec;
 mod conversations;
