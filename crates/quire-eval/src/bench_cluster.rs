@@ -27,7 +27,7 @@ use quire_app::search::Retrieval;
 use crate::bench::{percentile, read_jsonl};
 use crate::bench_ingest::{InputFile, PipelineArgs, corpus_files};
 use crate::bench_server::BenchServer;
-use crate::eval_retrieval::{corpus_id, mean_ndcg, read_qrels, read_queries};
+use crate::eval_retrieval::{corpus_id, judged_queries, mean_ndcg};
 use crate::retrieval_metrics::Judgements;
 
 mod full_text;
@@ -133,9 +133,7 @@ pub async fn cluster(base: &Config, args: ClusterBenchArgs) -> anyhow::Result<()
     args.pipeline.apply(&mut config);
     let judged = match &args.qrels {
         Some(path) => {
-            let judgements = read_qrels(path)?;
-            let mut queries = read_queries(&args.queries)?;
-            queries.retain(|(id, _)| judgements.contains_key(id));
+            let (queries, judgements) = judged_queries(&args.queries, path)?;
             Some(Judged {
                 queries,
                 judgements,

@@ -121,9 +121,7 @@ impl Scores {
 
 /// Runs the evaluation and prints the report.
 pub async fn retrieval(base: &Config, args: RetrievalEvalArgs) -> anyhow::Result<()> {
-    let judgements = read_qrels(&args.qrels)?;
-    let mut queries = read_queries(&args.queries)?;
-    queries.retain(|(id, _)| judgements.contains_key(id));
+    let (queries, judgements) = judged_queries(&args.queries, &args.qrels)?;
     let corpus = read_jsonl(&args.corpus, args.documents.unwrap_or(usize::MAX))?;
     if queries.is_empty() || corpus.is_empty() {
         bail!("nothing to evaluate: no judged queries or no documents");
@@ -280,6 +278,21 @@ pub(crate) async fn mean_ndcg(
         sum += ndcg_at(&ranked, &judgements[query_id], 10);
     }
     Ok(sum / queries.len().max(1) as f64)
+}
+
+/// Judgements by query id, as a qrels file gives them.
+pub(crate) type JudgementsByQuery = HashMap<String, Judgements>;
+
+/// The queries of `queries` (`queries.jsonl`) that `qrels` judges, in file order, with the
+/// judgements by query id.
+pub(crate) fn judged_queries(
+    queries: &PathBuf,
+    qrels: &PathBuf,
+) -> anyhow::Result<(Vec<(String, String)>, JudgementsByQuery)> {
+    let judgements = read_qrels(qrels)?;
+    let mut queries = read_queries(queries)?;
+    queries.retain(|(id, _)| judgements.contains_key(id));
+    Ok((queries, judgements))
 }
 
 /// `(id, text)` of every query of a BEIR `queries.jsonl`, in file order.

@@ -156,7 +156,12 @@ impl TextTokenizer {
         Ok(Self::File(Box::new(tokenizer)))
     }
 
-    fn encode(&self, text: &str, window: usize) -> Result<Vec<u32>, ModelError> {
+    /// The ids of `text` cut at `window` tokens, lower-cased first where the model's
+    /// `do_lower_case` says so (as sentence-transformers does before tokenizing).
+    fn encode(&self, text: &str, window: usize, lower_case: bool) -> Result<Vec<u32>, ModelError> {
+        if lower_case {
+            return self.encode(&text.to_lowercase(), window, false);
+        }
         match self {
             Self::WordPiece(wordpiece) => Ok(wordpiece.encode(text, window)),
             Self::File(tokenizer) => tokenizer
@@ -271,10 +276,12 @@ impl LocalEmbedder {
         let prompt_tokens = |prompt: &str| -> Result<usize, ModelError> {
             Ok(match prompt {
                 "" => 0,
-                _ if sentence.lower_case => {
-                    tokenizer.encode(&prompt.to_lowercase(), max_tokens)?.len() - 1
+                _ => {
+                    tokenizer
+                        .encode(prompt, max_tokens, sentence.lower_case)?
+                        .len()
+                        - 1
                 }
-                _ => tokenizer.encode(prompt, max_tokens)?.len() - 1,
             })
         };
         let prompt_tokens = [
@@ -285,7 +292,14 @@ impl LocalEmbedder {
         let chunk_window = max_tokens
             .saturating_sub(prompt_tokens[0].saturating_sub(1))
             .max(1);
-        let tokens = ModelTokens::load(dir, chunk_window)?.map(Arc::new);
+        // The same `tokenizer.json`, read once, counts chunk tokens for ingestion.
+        let tokens = match &tokenizer {
+            TextTokenizer::File(file) => Some(Arc::new(
+                ModelTokens::from_tokenizer((**file).clone(), chunk_window)
+                    .map_err(|e| ModelError::Config(format!("tokenizer.json: {e}")))?,
+            )),
+            TextTokenizer::WordPiece(_) => None,
+        };
         let name = dir
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -364,13 +378,10 @@ impl LocalEmbedder {
 
     /// Token ids of `text` as the model sees them (cut to the window), without a prompt.
     pub fn token_ids(&self, text: &str) -> Result<Vec<u32>, ModelError> {
-        if self.inner.sentence.lower_case {
-            self.inner
-                .tokenizer
-                .encode(&text.to_lowercase(), self.inner.max_tokens)
-        } else {
-            self.inner.tokenizer.encode(text, self.inner.max_tokens)
-        }
+        let inner = &self.inner;
+        inner
+            .tokenizer
+            .encode(text, inner.max_tokens, inner.sentence.lower_case)
     }
 
     /// How the model directory's sentence-transformers files say texts become vectors.

@@ -26,22 +26,27 @@ impl ModelTokens {
         if !path.exists() {
             return Ok(None);
         }
-        let mut tokenizer = Tokenizer::from_file(&path)
+        let tokenizer = Tokenizer::from_file(&path)
             .map_err(|e| ModelError::Config(format!("{}: {e}", path.display())))?;
-        tokenizer
-            .with_truncation(None)
-            .map_err(|e| ModelError::Config(format!("{}: {e}", path.display())))?;
+        Self::from_tokenizer(tokenizer, window)
+            .map(Some)
+            .map_err(|e| ModelError::Config(format!("{}: {e}", path.display())))
+    }
+
+    /// Counts with `tokenizer` (a model's, already read), for a window of `window` tokens.
+    pub(crate) fn from_tokenizer(
+        mut tokenizer: Tokenizer,
+        window: usize,
+    ) -> Result<Self, tokenizers::Error> {
+        tokenizer.with_truncation(None)?;
         tokenizer.with_padding(None);
         // What the post-processor adds around an empty sequence is what it adds around any.
-        let special = tokenizer
-            .encode("", true)
-            .map_err(|e| ModelError::Config(format!("{}: {e}", path.display())))?
-            .len();
-        Ok(Some(Self {
+        let special = tokenizer.encode("", true)?.len();
+        Ok(Self {
             tokenizer,
             window,
             special,
-        }))
+        })
     }
 }
 

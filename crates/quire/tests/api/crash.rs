@@ -236,16 +236,14 @@ pub(crate) async fn register_final_events(
     receiver: &Receiver,
     hook_url: &str,
 ) {
-    let created: Value = client
-        .post(server.url("/api/v1/webhooks"))
-        .bearer_auth(key)
-        .json(&json!({"url": hook_url, "events": ["document.ready", "document.failed"]}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let created = post_json(
+        client,
+        server,
+        key,
+        "/api/v1/webhooks",
+        json!({"url": hook_url, "events": ["document.ready", "document.failed"]}),
+    )
+    .await;
     *receiver.secret.lock().unwrap() = created["secret"].as_str().unwrap().to_owned();
 }
 
@@ -256,17 +254,35 @@ pub(crate) async fn create_source(
     key: &str,
     name: &str,
 ) -> String {
-    let source: Value = client
-        .post(server.url("/api/v1/sources"))
+    let source = post_json(
+        client,
+        server,
+        key,
+        "/api/v1/sources",
+        json!({"name": name}),
+    )
+    .await;
+    source["id"].as_str().unwrap().to_owned()
+}
+
+/// `POST`s `body` to `path` of `server` with `key` and returns the JSON answer.
+async fn post_json(
+    client: &reqwest::Client,
+    server: &Server,
+    key: &str,
+    path: &str,
+    body: Value,
+) -> Value {
+    client
+        .post(server.url(path))
         .bearer_auth(key)
-        .json(&json!({"name": name}))
+        .json(&body)
         .send()
         .await
         .unwrap()
         .json()
         .await
-        .unwrap();
-    source["id"].as_str().unwrap().to_owned()
+        .unwrap()
 }
 
 /// Waits (at most 90 s) until no document of `source` is unfinished, then checks that none was
