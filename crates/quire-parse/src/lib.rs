@@ -24,6 +24,7 @@ mod msg;
 mod ocr;
 mod ole;
 mod opendocument;
+mod page_titles;
 mod pdf;
 mod pictures;
 mod ppt;

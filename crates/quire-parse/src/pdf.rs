@@ -91,6 +91,13 @@ pub(crate) fn parse(
         }
     };
     let bookmarks = bookmarks(&doc);
+    // Without an outline, each page's own heading is its section.
+    let titles = if bookmarks.is_empty() {
+        let pages: Vec<Option<&str>> = texts.iter().map(Option::as_deref).collect();
+        crate::page_titles::page_titles(&pages)
+    } else {
+        Vec::new()
+    };
 
     let mut out = BlockBuilder::new();
     let mut read = visible;
@@ -100,6 +107,9 @@ pub(crate) fn parse(
     let mut undecodable = None;
     for (index, text) in texts.iter().enumerate() {
         out.force_page(index as u32 + 1);
+        if let Some(title) = titles.get(index) {
+            out.set_section(title, false);
+        }
         let marks: Vec<&Bookmark> = bookmarks.iter().filter(|b| b.page == index).collect();
         if let (Some(ocr), true) = (ocr, to_ocr.contains(&index)) {
             let recognized = ocr_page(&doc, index, ocr, &mut undecodable)?;
@@ -391,6 +401,32 @@ mod tests {
         );
         assert!(doc.blocks[1].text.contains("mechanical seal"), "{doc:?}");
         assert!(!doc.blocks[1].text.starts_with("Maintenance"), "{doc:?}");
+    }
+
+    #[test]
+    fn without_an_outline_each_page_is_sectioned_by_its_own_heading() {
+        let bytes = pdf(&[
+            (
+                "Consolidated Balance Sheets\nTotal assets were higher than a year before.",
+                None,
+            ),
+            (
+                "continued from the page before, where the table ends.",
+                None,
+            ),
+        ]);
+        let doc = parse_none(&bytes, &ParseLimits::default()).unwrap();
+        assert_eq!(
+            shape(&doc),
+            vec![(1, "Consolidated Balance Sheets"), (2, "")],
+            "{doc:?}"
+        );
+        // The heading stays in the page's text too: it is what the page prints.
+        assert!(
+            doc.blocks[0]
+                .text
+                .starts_with("Consolidated Balance Sheets")
+        );
     }
 
     #[test]

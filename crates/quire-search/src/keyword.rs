@@ -2,6 +2,7 @@
 //! path, with the scope applied inside the query so the top-k is taken among visible chunks
 //! only (filtering afterwards would starve small scopes of results).
 
+mod statement_names;
 mod writer;
 
 use std::path::Path;
@@ -9,7 +10,9 @@ use std::path::Path;
 use quire_core::{DocumentId, SourceId, SourceScope};
 use tantivy::collector::TopDocs;
 use tantivy::directory::MmapDirectory;
-use tantivy::query::{BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, TermQuery};
+use tantivy::query::{
+    BooleanQuery, BoostQuery, ConstScoreQuery, Occur, PhraseQuery, Query, TermQuery,
+};
 use tantivy::schema::{
     Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions, Value,
 };
@@ -272,8 +275,7 @@ impl KeywordIndex {
             .get(ANALYZER)
             .unwrap_or_else(analyzer);
         let mut tokens = Vec::new();
-        let mut stream = analyzer.token_stream(query);
-        stream.process(&mut |token| {
+        analyzer.token_stream(query).process(&mut |token| {
             tokens.push(token.text.clone());
             // Analysts write "FY2018" where filings write "fiscal 2018" or a column "2018".
             if let Some(year) = fiscal_year(&token.text) {
@@ -298,6 +300,31 @@ impl KeywordIndex {
                     SECTION_BOOST,
                 )),
             ));
+        }
+        let mut analyse = |text: &str| {
+            let mut words = Vec::new();
+            analyzer
+                .token_stream(text)
+                .process(&mut |token| words.push(token.text.clone()));
+            words
+        };
+        for phrase in statement_names::statement_phrases(&tokens, &mut analyse) {
+            if phrase.len() < 2 {
+                continue;
+            }
+            for (field, boost) in [
+                (self.fields.content, 1.0),
+                (self.fields.section, SECTION_BOOST),
+            ] {
+                let terms = phrase
+                    .iter()
+                    .map(|word| Term::from_field_text(field, word))
+                    .collect();
+                clauses.push((
+                    Occur::Should,
+                    Box::new(BoostQuery::new(Box::new(PhraseQuery::new(terms)), boost)),
+                ));
+            }
         }
         Some(Box::new(BooleanQuery::new(clauses)))
     }
@@ -505,6 +532,42 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn a_statement_is_found_under_any_of_its_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = KeywordIndex::open(dir.path()).unwrap();
+        let (doc, source) = (DocumentId::new(), SourceId::new());
+        index
+            .replace_document(
+                doc,
+                source,
+                &[
+                    chunk(
+                        0,
+                        51,
+                        "Consolidated Statements of Financial Position",
+                        "Total assets 117,359 112,362",
+                    ),
+                    chunk(
+                        1,
+                        52,
+                        "",
+                        "A sheet of figures: the balance of the loan and its position.",
+                    ),
+                ],
+            )
+            .unwrap();
+        let hits = index
+            .search("total assets on the balance sheet", &SourceScope::All, 10)
+            .unwrap();
+        assert_eq!(hits[0].page, 51, "{hits:?}");
+        // Without the statement's name the loose words win.
+        let hits = index
+            .search("balance position sheet", &SourceScope::All, 10)
+            .unwrap();
+        assert_eq!(hits[0].page, 52, "{hits:?}");
     }
 
     #[test]
