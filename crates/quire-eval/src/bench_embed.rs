@@ -143,9 +143,21 @@ pub fn embed(args: EmbedBenchArgs) -> anyhow::Result<()> {
     }
     if embedders.len() > 1 {
         println!();
+        // How far a reduced precision moves the vectors: the cosine between each chunk's
+        // vector and the first precision's (1 is the same direction).
+        let reference = first.embed(&texts)?;
         for (embedder, median) in embedders.iter().zip(&medians).skip(1) {
+            let vectors = embedder.embed(&texts)?;
+            let cosines: Vec<f32> = reference
+                .iter()
+                .zip(&vectors)
+                .map(|(a, b)| a.iter().zip(b).map(|(x, y)| x * y).sum())
+                .collect();
+            let mean = cosines.iter().sum::<f32>() / cosines.len() as f32;
+            let least = cosines.iter().copied().fold(f32::INFINITY, f32::min);
             println!(
-                "{} against {}: {:.2}x the chunks/second",
+                "{} against {}: {:.2}x the chunks/second, cosine to its vectors mean {mean:.5}, \
+                 least {least:.5}",
                 embedder.precision().as_str(),
                 first.precision().as_str(),
                 medians[0] / median
