@@ -105,6 +105,20 @@ impl BlockBuilder {
         }
     }
 
+    /// Sets the heading at `level` (deeper ones closed) as a label only: unlike
+    /// [`BlockBuilder::heading`], it never becomes a block of text, even with nothing under it
+    /// (a document's metadata title, a PDF page's title, which its text already holds). An
+    /// empty title just closes `level` and below.
+    pub(crate) fn label(&mut self, level: usize, title: &str) {
+        self.end_block();
+        self.keep_bare_heading();
+        self.headings.retain(|(l, _)| *l < level);
+        let title = title.split_whitespace().collect::<Vec<_>>().join(" ");
+        if !title.is_empty() {
+            self.headings.push((level, title));
+        }
+    }
+
     /// Replaces the whole heading path (slides and sheets have exactly one level). With
     /// `keep_if_bare` the title is kept as text when nothing follows it (a title-only slide);
     /// without, it is only a label (an empty sheet's name is not content).

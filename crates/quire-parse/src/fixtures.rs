@@ -97,6 +97,22 @@ pub fn encrypted_pdf(pdf: &[u8], user_password: &str) -> Vec<u8> {
     out
 }
 
+/// A PDF built by [`pdf`] whose document information dictionary gives `title` (written as
+/// UTF-16 with a byte-order mark, as most producers write non-ASCII titles).
+pub fn titled_pdf(pdf: &[u8], title: &str) -> Vec<u8> {
+    use lopdf::{Dictionary, Object, StringFormat};
+    let mut doc = lopdf::Document::load_mem(pdf).unwrap();
+    let mut encoded = vec![0xFE, 0xFF];
+    encoded.extend(title.encode_utf16().flat_map(u16::to_be_bytes));
+    let mut info = Dictionary::new();
+    info.set("Title", Object::String(encoded, StringFormat::Hexadecimal));
+    let id = doc.add_object(info);
+    doc.trailer.set("Info", Object::Reference(id));
+    let mut out = Vec::new();
+    doc.save_to(&mut out).unwrap();
+    out
+}
+
 /// A PDF of `pages` pages that are each one image (a small grey square) and no text, as a
 /// scanner without OCR produces.
 pub fn image_only_pdf(pages: usize) -> Vec<u8> {

@@ -1,4 +1,5 @@
-//! Page titles for PDFs without an outline: the heading printed at the top of a page
+//! Titles: a document's metadata title when it says something ([`metadata_title`]), and page
+//! titles for PDFs without an outline: the heading printed at the top of a page
 //! ("Consolidated Statements of Cash Flows"), so every chunk of the page carries it as its
 //! section. A filing's cash-flow table is cut into several chunks and only the first holds the
 //! heading; without it, "cash flow statement" finds the words around the table, not its
@@ -32,6 +33,48 @@ pub(crate) fn page_titles(pages: &[Option<&str>]) -> Vec<String> {
         .iter()
         .map(|text| text.map_or_else(String::new, |text| title(text, &running)))
         .collect()
+}
+
+/// Titles that tools write for every file, which say nothing about this one.
+const PLACEHOLDER_TITLES: &[&str] = &[
+    "untitled",
+    "title",
+    "document",
+    "cover page",
+    "powerpoint presentation",
+    "slide 1",
+    "word document",
+    "pdf document",
+];
+/// Words a metadata title may have; longer ones are abstracts or whole sentences.
+const MAX_METADATA_WORDS: usize = 20;
+
+/// A document's metadata title (a PDF's `/Title`) when it says something about the document:
+/// without the "Microsoft Word - " that Word's PDF printer puts before the file name, nor a
+/// file extension; `None` for placeholders ("Untitled", "Cover Page"), single words (file
+/// names and codes such as "F20_10K"), and titles over twenty words.
+pub(crate) fn metadata_title(raw: &str) -> Option<String> {
+    let mut title = raw.split_whitespace().collect::<Vec<_>>().join(" ");
+    if let Some(rest) = title.strip_prefix("Microsoft Word - ") {
+        title = rest.to_owned();
+    }
+    if let Some((stem, extension)) = title.rsplit_once('.') {
+        let extension = extension.to_ascii_lowercase();
+        if [
+            "pdf", "doc", "docx", "indd", "ps", "rtf", "xls", "xlsx", "ppt", "pptx",
+        ]
+        .contains(&extension.as_str())
+        {
+            title = stem.trim().to_owned();
+        }
+    }
+    let words = title
+        .split_whitespace()
+        .filter(|w| w.chars().any(char::is_alphanumeric))
+        .count();
+    let placeholder = PLACEHOLDER_TITLES.contains(&title.to_lowercase().as_str());
+    let has_letters = title.chars().any(char::is_alphabetic);
+    ((2..=MAX_METADATA_WORDS).contains(&words) && has_letters && !placeholder).then_some(title)
 }
 
 /// A line as it is compared across pages: lower case, digits as `#` (page numbers and dates
@@ -190,6 +233,29 @@ mod tests {
             page_titles(&pages),
             vec!["Annual Report".to_owned(), String::new()]
         );
+    }
+
+    #[test]
+    fn metadata_titles_that_say_nothing_are_dropped() {
+        assert_eq!(
+            metadata_title("Amcor  4Q 2023 Exhibit 99.1").as_deref(),
+            Some("Amcor 4Q 2023 Exhibit 99.1")
+        );
+        assert_eq!(
+            metadata_title("Microsoft Word - Annual Report 2015.docx").as_deref(),
+            Some("Annual Report 2015")
+        );
+        for junk in [
+            "",
+            "Cover Page",
+            "Untitled",
+            "Microsoft Word - F20_10K.docx",
+            "report.pdf",
+            "2015 10",
+        ] {
+            assert_eq!(metadata_title(junk), None, "{junk:?}");
+        }
+        assert_eq!(metadata_title(&"word ".repeat(21)), None);
     }
 
     #[test]

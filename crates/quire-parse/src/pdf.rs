@@ -100,6 +100,11 @@ pub(crate) fn parse(
     };
 
     let mut out = BlockBuilder::new();
+    // The title the file names itself by, when it says something, heads every section path
+    // (level 0: bookmarks start at 1, page titles are 1).
+    if let Some(title) = info_title(&doc).and_then(|t| crate::page_titles::metadata_title(&t)) {
+        out.label(0, &title);
+    }
     let mut read = visible;
     // A page image that cannot be decoded is skipped, so it costs the document that page, not
     // its other pages (a 400-page report lost all of them to one image); the first such reason
@@ -108,7 +113,7 @@ pub(crate) fn parse(
     for (index, text) in texts.iter().enumerate() {
         out.force_page(index as u32 + 1);
         if let Some(title) = titles.get(index) {
-            out.set_section(title, false);
+            out.label(1, title);
         }
         let marks: Vec<&Bookmark> = bookmarks.iter().filter(|b| b.page == index).collect();
         if let (Some(ocr), true) = (ocr, to_ocr.contains(&index)) {
@@ -298,6 +303,27 @@ fn malformed(detail: &str) -> ParseError {
     }
 }
 
+/// The `/Title` of the document information dictionary, decoded (UTF-16 with its byte-order
+/// mark, or PDFDocEncoding read as Latin-1, which agrees with it for letters and digits).
+fn info_title(doc: &PdfDocument) -> Option<String> {
+    let info = doc.trailer().as_dict()?.get("Info")?;
+    let info = doc.resolve_object(info).ok()?;
+    let title = info.as_dict()?.get("Title")?;
+    let title = doc.resolve_object(title).ok()?;
+    let bytes = title.as_string()?;
+    Some(match bytes {
+        [0xFE, 0xFF, rest @ ..] => {
+            let units: Vec<u16> = rest
+                .chunks_exact(2)
+                .map(|pair| u16::from_be_bytes([pair[0], pair[1]]))
+                .collect();
+            String::from_utf16_lossy(&units)
+        }
+        [0xEF, 0xBB, 0xBF, rest @ ..] => String::from_utf8_lossy(rest).into_owned(),
+        _ => bytes.iter().map(|&b| char::from(b)).collect(),
+    })
+}
+
 /// A bookmark with its depth (1 = top) and its 0-based page.
 struct Bookmark {
     level: usize,
@@ -367,7 +393,7 @@ fn push_page(out: &mut BlockBuilder, text: &str, marks: &[&Bookmark]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::{encrypted_pdf, image_only_pdf, pdf};
+    use crate::fixtures::{encrypted_pdf, image_only_pdf, pdf, titled_pdf};
 
     fn parse_none(bytes: &[u8], limits: &ParseLimits) -> Result<Extracted, ParseError> {
         parse(bytes, limits, None)
@@ -427,6 +453,33 @@ mod tests {
                 .text
                 .starts_with("Consolidated Balance Sheets")
         );
+    }
+
+    #[test]
+    fn a_metadata_title_that_says_something_heads_every_section() {
+        let pages = [
+            (
+                "Introduction\nPumps move water through the plant.",
+                Some("Introduction"),
+            ),
+            (
+                "Maintenance\nReplace the mechanical seal.",
+                Some("Maintenance"),
+            ),
+        ];
+        let bytes = titled_pdf(&pdf(&pages), "Pump Station Manual – 2024");
+        let doc = parse_none(&bytes, &ParseLimits::default()).unwrap();
+        assert_eq!(
+            shape(&doc),
+            vec![
+                (1, "Pump Station Manual – 2024 > Introduction"),
+                (2, "Pump Station Manual – 2024 > Maintenance")
+            ]
+        );
+        // A title that only names the file is left out.
+        let bytes = titled_pdf(&pdf(&pages), "Microsoft Word - manual_v3.docx");
+        let doc = parse_none(&bytes, &ParseLimits::default()).unwrap();
+        assert_eq!(shape(&doc), vec![(1, "Introduction"), (2, "Maintenance")]);
     }
 
     #[test]
