@@ -112,17 +112,28 @@ fn page_texts<'a>(chunks: impl Iterator<Item = &'a ChunkDraft>) -> Vec<PageText>
         }
         let page = pages.last_mut().expect("a page was just pushed");
         let continues = same_page && previous.is_some_and(|p| p.section == chunk.section);
-        let content = match previous {
-            Some(p) if continues => without_overlap(&p.content, &chunk.content),
-            _ => chunk.content.as_str(),
+        let (content, joiner) = match previous {
+            Some(p) if continues => match without_repeated_header(&p.content, &chunk.content) {
+                Some(rows) => (rows, "\n"),
+                None => (without_overlap(&p.content, &chunk.content), " "),
+            },
+            _ => (chunk.content.as_str(), "\n\n"),
         };
         if !page.text.is_empty() && !content.is_empty() {
-            page.text.push_str(if continues { " " } else { "\n\n" });
+            page.text.push_str(joiner);
         }
         page.text.push_str(content.trim());
         previous = Some(chunk);
     }
     pages
+}
+
+/// The rows of `next` when it continues the table `previous` holds: the chunker starts each
+/// piece of a long table with the table's header row again (and adds no overlap to it).
+fn without_repeated_header<'a>(previous: &str, next: &'a str) -> Option<&'a str> {
+    let header = previous.lines().next()?;
+    let (first, rows) = next.split_once('\n')?;
+    (header.contains(" | ") && first == header).then_some(rows)
 }
 
 /// `next` without its leading words that repeat the last words of `previous`.
@@ -180,6 +191,19 @@ mod tests {
                     text: "nine ten".into()
                 },
             ]
+        );
+    }
+
+    #[test]
+    fn a_table_cut_into_pieces_is_one_table_again() {
+        let chunks = [
+            chunk(0, 2, "Sales", "Region | Units\nNorth | 7\nSouth | 9"),
+            chunk(1, 2, "Sales", "Region | Units\nEast | 4"),
+        ];
+        let pages = page_texts(chunks.iter());
+        assert_eq!(
+            pages[0].text,
+            "Region | Units\nNorth | 7\nSouth | 9\nEast | 4"
         );
     }
 

@@ -173,21 +173,33 @@ fn pack(
     overlap: usize,
     size: &dyn Fn(&str) -> usize,
 ) -> Vec<String> {
-    let mut passages: Vec<String> = Vec::new();
+    // Each passage, and whether it continues a table (it starts with the table's header row
+    // again, so it takes no overlap: no row is cut, and the header says what the cells are).
+    let mut passages: Vec<(String, bool)> = Vec::new();
     let mut current: Vec<&str> = Vec::new();
     let mut current_size = 0;
-    let flush = |current: &mut Vec<&str>, current_size: &mut usize, passages: &mut Vec<String>| {
-        if !current.is_empty() {
-            passages.push(current.join("\n\n"));
-            current.clear();
-            *current_size = 0;
-        }
-    };
+    let flush =
+        |current: &mut Vec<&str>, current_size: &mut usize, passages: &mut Vec<(String, bool)>| {
+            if !current.is_empty() {
+                passages.push((current.join("\n\n"), false));
+                current.clear();
+                *current_size = 0;
+            }
+        };
     for block in blocks {
         let n = size(block);
         if n > budget {
             flush(&mut current, &mut current_size, &mut passages);
-            passages.extend(split_long(block, budget, size));
+            if is_table(block) {
+                let pieces = split_table(block, budget, size);
+                passages.extend(pieces.into_iter().enumerate().map(|(i, p)| (p, i > 0)));
+            } else {
+                passages.extend(
+                    split_long(block, budget, size)
+                        .into_iter()
+                        .map(|p| (p, false)),
+                );
+            }
         } else {
             if current_size + n > budget {
                 flush(&mut current, &mut current_size, &mut passages);
@@ -198,6 +210,49 @@ fn pack(
     }
     flush(&mut current, &mut current_size, &mut passages);
     add_overlap(passages, overlap, size)
+}
+
+/// A block the parsers wrote as a table (`table.rs` in quire-parse): two or more lines, most
+/// of them rows of cells joined by ` | `.
+fn is_table(text: &str) -> bool {
+    let lines = text.lines().count();
+    let rows = text.lines().filter(|l| l.contains(" | ")).count();
+    lines >= 2 && rows * 5 >= lines * 4
+}
+
+/// Splits an oversized table between rows, each piece after the first starting with the
+/// header row again (unless the header alone takes half a passage); a row longer than a
+/// passage is cut between words.
+fn split_table(text: &str, budget: usize, size: &dyn Fn(&str) -> usize) -> Vec<String> {
+    let mut lines = text.lines();
+    let header = lines.next().unwrap_or("");
+    let header_size = size(header);
+    let repeat = header_size * 2 <= budget;
+    let mut passages = Vec::new();
+    // The first passage holds the header as its own first row; the later ones repeat it.
+    let (mut current, mut current_size, mut repeated) = (vec![header], header_size, 0);
+    for row in lines {
+        let n = size(row);
+        if current_size + n > budget && current.len() > repeated {
+            passages.push(current.join("\n"));
+            (current, current_size, repeated) = if repeat {
+                (vec![header], header_size, 1)
+            } else {
+                (Vec::new(), 0, 0)
+            };
+        }
+        if current_size + n > budget {
+            // A row longer than a passage.
+            passages.extend(split_words(row, budget, size));
+            continue;
+        }
+        current.push(row);
+        current_size += n;
+    }
+    if current.len() > repeated {
+        passages.push(current.join("\n"));
+    }
+    passages
 }
 
 /// Splits one oversized block at sentence ends, and a sentence longer than a passage at words.
@@ -268,14 +323,19 @@ fn sentences(text: &str) -> Vec<&str> {
 
 /// Prefixes each passage after the first with the words at the end of the one before that
 /// measure at most `overlap`.
-fn add_overlap(passages: Vec<String>, overlap: usize, size: &dyn Fn(&str) -> usize) -> Vec<String> {
+fn add_overlap(
+    passages: Vec<(String, bool)>,
+    overlap: usize,
+    size: &dyn Fn(&str) -> usize,
+) -> Vec<String> {
     if overlap == 0 || passages.len() < 2 {
-        return passages;
+        return passages.into_iter().map(|(p, _)| p).collect();
     }
     let mut out = Vec::with_capacity(passages.len());
     let mut previous: Option<String> = None;
-    for passage in passages {
+    for (passage, continues_table) in passages {
         match &previous {
+            Some(_) if continues_table => out.push(passage.clone()),
             Some(prev) => {
                 let words: Vec<&str> = prev.split_whitespace().collect();
                 let mut taken = 0;
@@ -315,6 +375,42 @@ mod tests {
             .map(|i| format!("{prefix}{i}"))
             .collect::<Vec<_>>()
             .join(" ")
+    }
+
+    #[test]
+    fn a_long_table_is_cut_between_rows_and_each_piece_repeats_its_header() {
+        let header = "Region | Net sales | Units sold";
+        let rows: Vec<String> = (0..30)
+            .map(|i| format!("Region {i} | {} | {}", 1000 + i, 70 + i))
+            .collect();
+        let table = format!("{header}\n{}", rows.join("\n"));
+        let params = ChunkingParams {
+            target_tokens: 60,
+            overlap_tokens: 16,
+            count: TokenCounting::Estimate,
+        };
+        let chunks = chunk_blocks(&[block(3, "Sales", &table)], params);
+        assert!(chunks.len() > 2, "{chunks:?}");
+        let mut seen = Vec::new();
+        for chunk in &chunks {
+            let lines: Vec<&str> = chunk.content.lines().collect();
+            // The header first, then whole rows only: no overlap words, no cut row.
+            assert_eq!(lines[0], header, "{chunk:?}");
+            for line in &lines[1..] {
+                assert!(rows.iter().any(|r| r == line), "cut row {line:?}");
+                seen.push(line.to_string());
+            }
+        }
+        assert_eq!(seen, rows, "every row once, in order");
+    }
+
+    #[test]
+    fn prose_with_a_bar_is_not_a_table() {
+        assert!(is_table("A | B\n1 | 2\n3 | 4"));
+        assert!(!is_table(
+            "Pipes | and more\nThis line is prose.\nSo is this one."
+        ));
+        assert!(!is_table("One row | only"));
     }
 
     #[test]
