@@ -78,6 +78,30 @@ pub fn pdf(pages: &[(&str, Option<&str>)]) -> Vec<u8> {
     assemble(&objects)
 }
 
+/// A one-page PDF whose text runs are drawn where and in the order given (`(x, y, text)` in
+/// points from the bottom left), as a page whose content stream lists a table column by
+/// column draws them.
+pub fn positioned_pdf(runs: &[(f32, f32, &str)]) -> Vec<u8> {
+    let mut stream = String::new();
+    for (x, y, text) in runs {
+        let escaped = text.replace('(', "\\(").replace(')', "\\)");
+        stream.push_str(&format!("BT /F1 10 Tf {x} {y} Td ({escaped}) Tj ET\n"));
+    }
+    let objects = vec![
+        "<< /Type /Catalog /Pages 2 0 R >>".to_owned(),
+        "<< /Type /Pages /Kids [4 0 R] /Count 1 >>".to_owned(),
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_owned(),
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] \
+         /Resources << /Font << /F1 3 0 R >> >> /Contents 5 0 R >>"
+            .to_owned(),
+        format!(
+            "<< /Length {} >>\nstream\n{stream}\nendstream",
+            stream.len()
+        ),
+    ];
+    assemble(&objects)
+}
+
 /// Encrypts a PDF built by [`pdf`] with RC4-128 and the given user password (the owner
 /// password is always `owner`).
 pub fn encrypted_pdf(pdf: &[u8], user_password: &str) -> Vec<u8> {

@@ -55,7 +55,15 @@ pub(crate) fn parse(
 
     // First the text layer of every page (cheap), so the pages that need OCR are known, and
     // counted against ocr.max_pages, before the first one is read.
-    let texts: Vec<Option<String>> = (0..pages).map(|i| doc.extract_text(i).ok()).collect();
+    let texts: Vec<Option<String>> = (0..pages)
+        .map(|i| {
+            let text = doc.extract_text(i).ok()?;
+            Some(match columns_apart(&text) {
+                true => rows_of(&doc, i).unwrap_or(text),
+                false => text,
+            })
+        })
+        .collect();
     let unreadable = texts.iter().filter(|t| t.is_none()).count();
     if unreadable == pages {
         return Err(malformed("no page could be read"));
@@ -136,6 +144,63 @@ pub(crate) fn parse(
         blocks,
         page_count: pages as u32,
     })
+}
+
+/// A page needs at least this many lines that hold only figures (amounts, years,
+/// percentages), and a quarter of its lines so, to be read again row by row.
+const MIN_FIGURE_LINES: usize = 8;
+
+/// True when the text layer lists a table column by column: the row labels first, then runs
+/// of lines that hold only figures (a filing's statements often read so). Such a page is read
+/// again row by row ([`rows_of`]), so a label stays with its figures.
+fn columns_apart(text: &str) -> bool {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let figures = lines.iter().filter(|l| figures_only(l)).count();
+    figures >= MIN_FIGURE_LINES && figures * 4 >= lines.len()
+}
+
+fn figures_only(line: &str) -> bool {
+    let line = line.trim();
+    line.chars().any(|c| c.is_ascii_digit())
+        && line
+            .chars()
+            .all(|c| c.is_ascii_digit() || c.is_whitespace() || "$€£,.()%-–—".contains(c))
+}
+
+/// The page's text a row at a time: its lines as the engine groups them, joined when they
+/// stand at the same height (a row label and figures set far to its right are separate
+/// lines to the engine), left to right, the rows in the engine's order. `None` when the page
+/// cannot be read so.
+fn rows_of(doc: &PdfDocument, index: usize) -> Option<String> {
+    let lines = doc.extract_text_lines(index).ok()?;
+    // Each row: its vertical centre, the height of its shortest line, and its lines.
+    let mut rows: Vec<(f32, f32, Vec<&pdf_oxide::layout::TextLine>)> = Vec::new();
+    for line in lines.iter().filter(|l| !l.text.trim().is_empty()) {
+        let (centre, height) = (line.bbox.y + line.bbox.height / 2.0, line.bbox.height.abs());
+        let same = rows
+            .iter_mut()
+            .find(|(c, h, _)| (c - centre).abs() <= 0.5 * h.min(height));
+        match same {
+            Some((_, h, members)) => {
+                *h = h.min(height);
+                members.push(line);
+            }
+            None => rows.push((centre, height, vec![line])),
+        }
+    }
+    let text = rows
+        .into_iter()
+        .map(|(_, _, mut members)| {
+            members.sort_by(|a, b| a.bbox.x.total_cmp(&b.bbox.x));
+            members
+                .iter()
+                .map(|l| l.text.trim())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    (!text.is_empty()).then_some(text)
 }
 
 /// OCRs the images of page `index` (0-based) in paint order: a scanner puts one image on a
@@ -393,7 +458,7 @@ fn push_page(out: &mut BlockBuilder, text: &str, marks: &[&Bookmark]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::{encrypted_pdf, image_only_pdf, pdf, titled_pdf};
+    use crate::fixtures::{encrypted_pdf, image_only_pdf, pdf, positioned_pdf, titled_pdf};
 
     fn parse_none(bytes: &[u8], limits: &ParseLimits) -> Result<Extracted, ParseError> {
         parse(bytes, limits, None)
@@ -480,6 +545,49 @@ mod tests {
         let bytes = titled_pdf(&pdf(&pages), "Microsoft Word - manual_v3.docx");
         let doc = parse_none(&bytes, &ParseLimits::default()).unwrap();
         assert_eq!(shape(&doc), vec![(1, "Introduction"), (2, "Maintenance")]);
+    }
+
+    #[test]
+    fn a_table_drawn_column_by_column_is_read_row_by_row() {
+        let labels = [
+            "Net earnings",
+            "Share-based plans expense",
+            "Depreciation and amortization",
+            "Investment impairment charges",
+            "Accounts receivable",
+            "Unbilled receivables",
+            "Inventories",
+            "Accounts payable",
+            "Accrued liabilities",
+            "Other long-term liabilities",
+        ];
+        let figures = [
+            "$10,460", "202", "2,114", "93", "(795)", "(1,826)", "568", "2", "1,117", "87",
+        ];
+        let row_y = |i: usize| 700.0 - 14.0 * i as f32;
+        let mut runs = vec![(72.0, 740.0, "Consolidated Statements of Cash Flows")];
+        runs.extend(labels.iter().enumerate().map(|(i, l)| (72.0, row_y(i), *l)));
+        runs.extend(
+            figures
+                .iter()
+                .enumerate()
+                .map(|(i, f)| (420.0, row_y(i), *f)),
+        );
+        let doc = parse_none(&positioned_pdf(&runs), &ParseLimits::default()).unwrap();
+        let text: Vec<&str> = doc.blocks.iter().flat_map(|b| b.text.lines()).collect();
+        assert_eq!(text[0], "Consolidated Statements of Cash Flows", "{text:?}");
+        for (label, figure) in labels.iter().zip(figures) {
+            let row = format!("{label} {figure}");
+            assert!(text.contains(&row.as_str()), "no line {row:?} in {text:?}");
+        }
+    }
+
+    #[test]
+    fn prose_with_a_few_figures_is_left_as_the_text_layer_reads_it() {
+        assert!(!columns_apart("Revenue grew.\n2018\nIt grew again.\n2019"));
+        let statement: String = (0..10).map(|i| format!("Item {i}\n")).collect::<String>()
+            + &(0..10).map(|i| format!("{i},000\n")).collect::<String>();
+        assert!(columns_apart(&statement));
     }
 
     #[test]
