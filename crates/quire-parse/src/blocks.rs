@@ -88,13 +88,11 @@ impl BlockBuilder {
 
     /// Starts a section at `level` (1 = top); deeper sections below it are closed.
     pub(crate) fn heading(&mut self, level: usize, title: &str) {
-        self.end_block();
-        self.keep_bare_heading();
-        self.headings.retain(|(l, _)| *l < level);
-        let title = title.split_whitespace().collect::<Vec<_>>().join(" ");
-        if !title.is_empty() {
-            self.headings.push((level, title.clone()));
-            self.bare_heading = Some(title);
+        self.label(level, title);
+        if let Some((l, title)) = self.headings.last()
+            && *l == level
+        {
+            self.bare_heading = Some(title.clone());
         }
     }
 

@@ -394,6 +394,13 @@ mod tests {
         }
     }
 
+    /// A new index in a temporary directory, and ids for one document of one source.
+    fn empty_index() -> (tempfile::TempDir, KeywordIndex, DocumentId, SourceId) {
+        let dir = tempfile::tempdir().unwrap();
+        let index = KeywordIndex::open(dir.path()).unwrap();
+        (dir, index, DocumentId::new(), SourceId::new())
+    }
+
     fn chunk(ordinal: u32, page: u32, section: &str, content: &str) -> IndexedChunk {
         IndexedChunk {
             title: String::new(),
@@ -507,9 +514,7 @@ mod tests {
         assert_eq!(fiscal_year("fy201"), None);
         assert_eq!(fiscal_year("fyi"), None);
         assert_eq!(fiscal_year("2018"), None);
-        let dir = tempfile::tempdir().unwrap();
-        let index = KeywordIndex::open(dir.path()).unwrap();
-        let (doc, source) = (DocumentId::new(), SourceId::new());
+        let (_dir, index, doc, source) = empty_index();
         index
             .replace_document(
                 doc,
@@ -536,9 +541,7 @@ mod tests {
 
     #[test]
     fn a_statement_is_found_under_any_of_its_names() {
-        let dir = tempfile::tempdir().unwrap();
-        let index = KeywordIndex::open(dir.path()).unwrap();
-        let (doc, source) = (DocumentId::new(), SourceId::new());
+        let (_dir, index, doc, source) = empty_index();
         index
             .replace_document(
                 doc,
