@@ -13,7 +13,7 @@
 //! not. Pages without such a line get no title: a wrong title on every chunk of a page would
 //! mislead search more than no title does.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Lines looked at from the top of a page for its title.
 const TOP_LINES: usize = 6;
@@ -97,7 +97,7 @@ fn shape(line: &str) -> String {
 }
 
 /// The shapes of the lines printed near the top or bottom of many pages.
-fn running_lines(pages: &[Option<&str>]) -> Vec<String> {
+fn running_lines(pages: &[Option<&str>]) -> HashSet<String> {
     let mut seen: HashMap<String, usize> = HashMap::new();
     for text in pages.iter().flatten() {
         let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
@@ -120,7 +120,7 @@ fn running_lines(pages: &[Option<&str>]) -> Vec<String> {
         .collect()
 }
 
-fn title(text: &str, running: &[String]) -> String {
+fn title(text: &str, running: &HashSet<String>) -> String {
     let mut parts: Vec<String> = Vec::new();
     let candidates = text
         .lines()

@@ -100,6 +100,8 @@ pub struct KeywordIndex {
     writer: Writer,
     reader: IndexReader,
     fields: Fields,
+    /// The financial statements' names, analysed once (see [`statement_names`]).
+    statements: Vec<Vec<Vec<String>>>,
 }
 
 impl std::fmt::Debug for KeywordIndex {
@@ -152,11 +154,20 @@ impl KeywordIndex {
             .reload_policy(ReloadPolicy::Manual)
             .try_into()?;
         let writer = Writer::start(writer, reader.clone(), fields)?;
+        let mut analyzer = analyzer();
+        let statements = statement_names::analysed_statements(&mut |text| {
+            let mut words = Vec::new();
+            analyzer
+                .token_stream(text)
+                .process(&mut |token| words.push(token.text.clone()));
+            words
+        });
         Ok(Self {
             index,
             writer,
             reader,
             fields,
+            statements,
         })
     }
 
@@ -301,14 +312,7 @@ impl KeywordIndex {
                 )),
             ));
         }
-        let mut analyse = |text: &str| {
-            let mut words = Vec::new();
-            analyzer
-                .token_stream(text)
-                .process(&mut |token| words.push(token.text.clone()));
-            words
-        };
-        for phrase in statement_names::statement_phrases(&tokens, &mut analyse) {
+        for phrase in statement_names::statement_phrases(&tokens, &self.statements) {
             if phrase.len() < 2 {
                 continue;
             }

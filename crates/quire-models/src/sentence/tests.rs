@@ -104,6 +104,18 @@ fn modules(dir: &Path, kinds: &[(&str, &str)]) {
     write(dir, "modules.json", serde_json::Value::Array(list));
 }
 
+/// The modules of most sentence-transformers models: the transformer, pooling, `Normalize`.
+fn standard_modules(dir: &Path) {
+    modules(
+        dir,
+        &[
+            ("", "Transformer"),
+            ("1_Pooling", "Pooling"),
+            ("2_Normalize", "Normalize"),
+        ],
+    );
+}
+
 fn pooling_config(dir: &Path, modes: &[&str], include_prompt: bool) {
     let mut config = serde_json::json!({"word_embedding_dimension": HIDDEN,
         "include_prompt": include_prompt});
@@ -116,14 +128,7 @@ fn pooling_config(dir: &Path, modes: &[&str], include_prompt: bool) {
 #[test]
 fn a_bge_style_directory_gives_cls_pooling_and_a_query_instruction() {
     let dir = tempfile::tempdir().unwrap();
-    modules(
-        dir.path(),
-        &[
-            ("", "Transformer"),
-            ("1_Pooling", "Pooling"),
-            ("2_Normalize", "Normalize"),
-        ],
-    );
+    standard_modules(dir.path());
     pooling_config(dir.path(), &["cls_token"], true);
     write(
         dir.path(),
@@ -178,14 +183,7 @@ fn a_directory_without_sentence_transformers_files_is_read_as_minilm() {
     assert_eq!(settings, SentenceSettings::default());
     assert!(settings.is_default());
     // all-MiniLM-L6-v2's own files say the same (its window aside).
-    modules(
-        dir.path(),
-        &[
-            ("", "Transformer"),
-            ("1_Pooling", "Pooling"),
-            ("2_Normalize", "Normalize"),
-        ],
-    );
+    standard_modules(dir.path());
     pooling_config(dir.path(), &["mean_tokens"], true);
     write(
         dir.path(),
@@ -295,14 +293,7 @@ fn the_embedder_pools_prompts_and_names_models_by_their_settings() {
 
     let configured = tempfile::tempdir().unwrap();
     tiny_model(configured.path());
-    modules(
-        configured.path(),
-        &[
-            ("", "Transformer"),
-            ("1_Pooling", "Pooling"),
-            ("2_Normalize", "Normalize"),
-        ],
-    );
+    standard_modules(configured.path());
     pooling_config(configured.path(), &["cls_token", "mean_tokens"], true);
     write(
         configured.path(),
@@ -339,14 +330,7 @@ fn the_embedder_pools_prompts_and_names_models_by_their_settings() {
 fn a_prompt_left_out_of_the_pooling_changes_only_what_is_pooled() {
     let dir = tempfile::tempdir().unwrap();
     tiny_model(dir.path());
-    modules(
-        dir.path(),
-        &[
-            ("", "Transformer"),
-            ("1_Pooling", "Pooling"),
-            ("2_Normalize", "Normalize"),
-        ],
-    );
+    standard_modules(dir.path());
     write(
         dir.path(),
         "config_sentence_transformers.json",

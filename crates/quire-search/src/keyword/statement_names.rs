@@ -25,20 +25,29 @@ const STATEMENTS: &[&[&str]] = &[
     &["cash flow statement", "statement of cash flows"],
 ];
 
-/// The names (as analysed token sequences) of every statement that `tokens`, an analysed
-/// query, names.
-pub(super) fn statement_phrases(
-    tokens: &[String],
+/// Each statement's names as `analyse` turns them into token sequences: made once by the
+/// index (the analyser never changes), not at every query.
+pub(super) fn analysed_statements(
     analyse: &mut dyn FnMut(&str) -> Vec<String>,
-) -> Vec<Vec<String>> {
-    let mut phrases = Vec::new();
-    for names in STATEMENTS {
-        let forms: Vec<Vec<String>> = names.iter().map(|name| analyse(name)).collect();
-        if forms.iter().any(|form| contains(tokens, form)) {
-            phrases.extend(forms);
-        }
-    }
-    phrases
+) -> Vec<Vec<Vec<String>>> {
+    STATEMENTS
+        .iter()
+        .map(|names| names.iter().map(|name| analyse(name)).collect())
+        .collect()
+}
+
+/// The names (as analysed token sequences, from [`analysed_statements`]) of every statement
+/// that `tokens`, an analysed query, names.
+pub(super) fn statement_phrases<'a>(
+    tokens: &[String],
+    statements: &'a [Vec<Vec<String>>],
+) -> Vec<&'a [String]> {
+    statements
+        .iter()
+        .filter(|forms| forms.iter().any(|form| contains(tokens, form)))
+        .flatten()
+        .map(Vec::as_slice)
+        .collect()
 }
 
 fn contains(tokens: &[String], phrase: &[String]) -> bool {
@@ -58,14 +67,15 @@ mod tests {
 
     #[test]
     fn a_named_statement_brings_all_its_names_and_only_those() {
-        let phrases = statement_phrases(&words("Boeing's balance sheet in 2018"), &mut words);
+        let statements = analysed_statements(&mut words);
+        let phrases = statement_phrases(&words("Boeing's balance sheet in 2018"), &statements);
         assert_eq!(phrases.len(), 3);
-        assert!(phrases.contains(&words("statement of financial position")));
-        let phrases = statement_phrases(&words("net income per the P&L"), &mut words);
-        assert!(phrases.contains(&words("statement of operations")));
+        assert!(phrases.contains(&words("statement of financial position").as_slice()));
+        let phrases = statement_phrases(&words("net income per the P&L"), &statements);
+        assert!(phrases.contains(&words("statement of operations").as_slice()));
         assert_eq!(phrases.len(), 6);
         // Words of a name that do not stand together name nothing.
-        assert!(statement_phrases(&words("cash and balance of the sheet"), &mut words).is_empty());
-        assert!(statement_phrases(&words("income taxes"), &mut words).is_empty());
+        assert!(statement_phrases(&words("cash and balance of the sheet"), &statements).is_empty());
+        assert!(statement_phrases(&words("income taxes"), &statements).is_empty());
     }
 }
