@@ -7,7 +7,8 @@
 //! each stage took (the workers' own `quire_ingest_stage_duration_seconds` histogram, read from
 //! the process's Prometheus recorder), the process's peak resident memory, and the embedder's
 //! own rate on the same machine in the same run: the first documents' chunks embedded again,
-//! one document per call as the workers do, with nothing else running.
+//! one document per call from as many callers side by side as there are workers, as the
+//! workers embed them, with nothing else running.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -180,8 +181,8 @@ impl IngestReport {
             let alone = rate.chunks as f64 / rate.seconds.max(1e-9);
             out.push(format!(
                 "embedder alone          {alone:.1} chunks/s ({} chunks, {:.1} s; {model}, one \
-                 document per call as the workers do)",
-                rate.chunks, rate.seconds
+                 document per call from {} callers side by side, as the workers embed)",
+                rate.chunks, rate.seconds, self.workers
             ));
             let embed = self.stages.get("embed").copied().unwrap_or_default();
             if embed.seconds > 0.0 {
@@ -253,6 +254,7 @@ pub async fn ingest(base: &Config, args: IngestBenchArgs) -> anyhow::Result<()> 
                 semantic.embedder().as_ref(),
                 &ids,
                 args.embed_sample,
+                config.workers.count,
             )
             .await?;
             Some((
@@ -287,12 +289,14 @@ pub async fn ingest(base: &Config, args: IngestBenchArgs) -> anyhow::Result<()> 
 }
 
 /// Embeds the chunks of the first documents again, one document per call as the workers do,
-/// until `sample` chunks; the embedder's own rate with nothing else running.
+/// until `sample` chunks, from `callers` callers side by side (one per worker, each with every
+/// `callers`-th document); the embedder's own rate with nothing else running.
 async fn embed_alone(
     state: &Services,
     embedder: &dyn quire_core::embed::Embedder,
     ids: &[DocumentId],
     sample: usize,
+    callers: usize,
 ) -> anyhow::Result<EmbedderRate> {
     let mut documents = Vec::new();
     let mut chunks = 0;
@@ -321,10 +325,16 @@ async fn embed_alone(
     if let Some(first) = documents.first() {
         embedder.embed(first, Purpose::Document).await?;
     }
+    let callers = callers.max(1);
     let started = Instant::now();
-    for texts in &documents {
-        embedder.embed(texts, Purpose::Document).await?;
-    }
+    let documents = &documents;
+    let caller = |first: usize| async move {
+        for texts in documents.iter().skip(first).step_by(callers) {
+            embedder.embed(texts, Purpose::Document).await?;
+        }
+        Ok::<_, quire_core::embed::ModelError>(())
+    };
+    futures_util::future::try_join_all((0..callers).map(caller)).await?;
     Ok(EmbedderRate {
         chunks,
         seconds: started.elapsed().as_secs_f64(),

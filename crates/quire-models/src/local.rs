@@ -93,6 +93,10 @@ pub struct EngineOptions {
     pub onnxruntime_library: Option<PathBuf>,
     /// The arithmetic of the linear layers.
     pub precision: Precision,
+    /// How many calls ONNX Runtime runs side by side, each on its own session with its share
+    /// of the cores: the number of ingest workers, so that each embeds its document at once.
+    /// 0 and 1 both mean one session with every core; there is never more than one per core.
+    pub sessions: usize,
 }
 
 impl EngineOptions {
@@ -248,11 +252,17 @@ impl LocalEmbedder {
                 )));
             }
             (Engine::OnnxRuntime, Some(library)) => (
-                Encoder::OnnxRuntime(OnnxEncoder::load(&library, &weights, &config, linear)?),
+                Encoder::OnnxRuntime(OnnxEncoder::load(
+                    &library,
+                    &weights,
+                    &config,
+                    linear,
+                    options.sessions,
+                )?),
                 None,
             ),
             (Engine::Auto, Some(library)) => {
-                match OnnxEncoder::load(&library, &weights, &config, linear) {
+                match OnnxEncoder::load(&library, &weights, &config, linear, options.sessions) {
                     Ok(encoder) => (Encoder::OnnxRuntime(encoder), None),
                     // Asked for explicitly, int8 must not turn into candle's fp32 quietly.
                     Err(e) if options.precision == Precision::Int8 => return Err(e),
@@ -333,15 +343,22 @@ impl LocalEmbedder {
     }
 
     /// The engine running the model: `candle`, or `onnxruntime`, the precision of its linear
-    /// layers and the library's path (`onnxruntime int8 (/…/libonnxruntime.so)`).
+    /// layers, the library's path and its sessions (`onnxruntime int8
+    /// (/…/libonnxruntime.so), 2 sessions of 1 thread`).
     pub fn engine(&self) -> String {
         match &self.inner.encoder {
             Encoder::Candle(_) => "candle".into(),
-            Encoder::OnnxRuntime(e) => format!(
-                "onnxruntime {} ({})",
-                self.precision().as_str(),
-                e.library().display()
-            ),
+            Encoder::OnnxRuntime(e) => {
+                let sessions = e.sessions();
+                let threads = e.threads();
+                format!(
+                    "onnxruntime {} ({}), {sessions} session{} of {threads} thread{}",
+                    self.precision().as_str(),
+                    e.library().display(),
+                    if sessions == 1 { "" } else { "s" },
+                    if threads == 1 { "" } else { "s" },
+                )
+            }
         }
     }
 

@@ -31,6 +31,7 @@ fn a_required_runtime_that_cannot_load_is_a_clear_error() {
             engine: Engine::OnnxRuntime,
             onnxruntime_library: Some(library.clone()),
             precision: Precision::Fp32,
+            sessions: 1,
         };
         let err = LocalEmbedder::load_with(&model_dir(), &options)
             .unwrap_err()
@@ -46,6 +47,7 @@ fn auto_falls_back_to_candle_and_says_why() {
         engine: Engine::Auto,
         onnxruntime_library: Some(not_a_library()),
         precision: Precision::Auto,
+        sessions: 1,
     };
     let embedder = LocalEmbedder::load_with(&model_dir(), &options).unwrap();
     assert_eq!(embedder.engine(), "candle");
@@ -62,6 +64,7 @@ fn int8_never_falls_back_to_candle() {
         engine: Engine::Auto,
         onnxruntime_library: Some(not_a_library()),
         precision: Precision::Int8,
+        sessions: 1,
     };
     let err = LocalEmbedder::load_with(&model_dir(), &options)
         .unwrap_err()
@@ -85,6 +88,7 @@ fn precisions_no_engine_has_are_refused_before_loading() {
             engine,
             onnxruntime_library: None,
             precision,
+            sessions: 1,
         };
         // Refused even for a directory without a model: the setting is checked first.
         let err = LocalEmbedder::load_with(&std::env::temp_dir(), &options)

@@ -46,6 +46,7 @@ fn load_in(engine: Engine, precision: Precision) -> LocalEmbedder {
         engine,
         onnxruntime_library: (engine == Engine::OnnxRuntime).then(onnxruntime_library),
         precision,
+        sessions: 1,
     };
     let embedder = LocalEmbedder::load_with(&model_dir(), &options).unwrap();
     let expected = match engine {
@@ -100,6 +101,47 @@ fn the_engines_agree_and_share_a_model_id() {
         let b: Vec<f64> = b.iter().map(|x| f64::from(*x)).collect();
         assert!(cosine(a, &b) > 0.99999, "cosine {}", cosine(a, &b));
     }
+}
+
+/// A session per worker: callers on several threads embed side by side, each call on a free
+/// session, and get the vectors one session gives.
+#[test]
+fn sessions_side_by_side_give_the_vectors_of_one() {
+    let options = EngineOptions {
+        engine: Engine::OnnxRuntime,
+        onnxruntime_library: Some(onnxruntime_library()),
+        precision: Precision::Fp32,
+        sessions: 2,
+    };
+    let pair = LocalEmbedder::load_with(&model_dir(), &options).unwrap();
+    assert!(
+        pair.engine().contains(", 2 sessions of "),
+        "{}",
+        pair.engine()
+    );
+    let one = load(Engine::OnnxRuntime);
+    assert!(one.engine().contains(", 1 session of "), "{}", one.engine());
+    let texts = ["pumps and valves", "Die Pumpe muss vorher gefüllt werden."];
+    let expected = one.embed(&texts).unwrap();
+    std::thread::scope(|scope| {
+        let callers: Vec<_> = (0..4)
+            .map(|_| {
+                scope.spawn(|| {
+                    (0..5)
+                        .map(|_| pair.embed(&texts).unwrap())
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        for caller in callers {
+            for vectors in caller.join().unwrap() {
+                for (a, b) in vectors.iter().zip(&expected) {
+                    let b: Vec<f64> = b.iter().map(|x| f64::from(*x)).collect();
+                    assert!(cosine(a, &b) > 0.99999, "cosine {}", cosine(a, &b));
+                }
+            }
+        }
+    });
 }
 
 fn matches_sentence_transformers(embedder: &LocalEmbedder) {

@@ -141,6 +141,11 @@ fn analyzer() -> TextAnalyzer {
 impl KeywordIndex {
     /// Opens the index in `dir`, creating it if needed. Only one process may hold it.
     pub fn open(dir: &Path) -> Result<Self, SearchError> {
+        Self::open_spaced(dir, writer::COMMIT_SPACING)
+    }
+
+    /// [`Self::open`] with commits at least `spacing` apart (see [`writer`]).
+    fn open_spaced(dir: &Path, spacing: std::time::Duration) -> Result<Self, SearchError> {
         std::fs::create_dir_all(dir)
             .map_err(|e| SearchError::Open(format!("{}: {e}", dir.display())))?;
         let (schema, fields) = schema();
@@ -153,7 +158,7 @@ impl KeywordIndex {
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
             .try_into()?;
-        let writer = Writer::start(writer, reader.clone(), fields)?;
+        let writer = Writer::start(writer, reader.clone(), fields, spacing)?;
         let mut analyzer = analyzer();
         let statements = statement_names::analysed_statements(&mut |text| {
             let mut words = Vec::new();
@@ -379,6 +384,8 @@ fn fiscal_year(token: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::{Duration, Instant};
+
     use super::*;
 
     /// The tests change the index a document at a time and search at once after each change.
@@ -698,6 +705,56 @@ mod tests {
         let hits = index.search("arrival", &SourceScope::All, 10).unwrap();
         assert_eq!(hits.len(), 1);
         assert_eq!(hits[0].document_id, doc);
+    }
+
+    /// A change that arrives within the spacing of the last commit waits for the spacing to
+    /// pass and shares its commit with what arrives meanwhile.
+    #[test]
+    fn changes_within_the_spacing_share_the_next_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = KeywordIndex::open_spaced(dir.path(), Duration::from_secs(1)).unwrap();
+        let source = SourceId::new();
+        let before = index.commits();
+        let first = index.submit_replace(DocumentId::new(), source, vec![chunk(0, 1, "", "one")]);
+        first.wait_blocking().unwrap();
+        let second = index.submit_replace(DocumentId::new(), source, vec![chunk(0, 1, "", "two")]);
+        std::thread::sleep(Duration::from_millis(100));
+        let third = index.submit_replace(DocumentId::new(), source, vec![chunk(0, 1, "", "three")]);
+        second.wait_blocking().unwrap();
+        third.wait_blocking().unwrap();
+        assert_eq!(
+            index.commits() - before,
+            2,
+            "the second and third share a commit"
+        );
+        assert_eq!(index.chunk_count(), 3);
+    }
+
+    /// The spacing holds back neither a change that finds the index idle nor the closing of the
+    /// index: what waits is committed at once.
+    #[test]
+    fn the_spacing_holds_back_neither_an_idle_change_nor_closing() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = SourceId::new();
+        let late = DocumentId::new();
+        let started = Instant::now();
+        {
+            let index = KeywordIndex::open_spaced(dir.path(), Duration::from_secs(60)).unwrap();
+            index
+                .submit_replace(DocumentId::new(), source, vec![chunk(0, 1, "", "early")])
+                .wait_blocking()
+                .unwrap();
+            let _ = index.submit_replace(late, source, vec![chunk(0, 1, "", "late arrival")]);
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "waited {:?}",
+            started.elapsed()
+        );
+        let index = KeywordIndex::open(dir.path()).unwrap();
+        let hits = index.search("arrival", &SourceScope::All, 10).unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].document_id, late);
     }
 
     /// An async caller awaits the commit without blocking its runtime.

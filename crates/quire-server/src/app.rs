@@ -460,6 +460,8 @@ async fn open_semantic(config: &Config) -> anyhow::Result<Option<Arc<dyn Embedde
         let dir = expand_home(dir);
         let mut options = embedding.engine_options()?;
         options.onnxruntime_library = options.onnxruntime_library.map(|p| expand_home(&p));
+        // A session per worker, so that the workers embed their documents side by side.
+        options.sessions = config.workers.count;
         let loaded = tokio::task::spawn_blocking({
             let dir = dir.clone();
             move || LocalEmbedder::load_with(&dir, &options)

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ort::session::Session;
 use ort::value::Tensor;
@@ -12,10 +13,21 @@ use super::graph::{Linear, bert_model};
 use crate::ModelError;
 use crate::bert::BertConfig;
 
-/// An encoder session. ONNX Runtime runs one call at a time per session here (its own
-/// threads parallelise inside the call), so calls queue on the mutex.
+/// The encoder's sessions. ONNX Runtime runs one call at a time per session here (its own
+/// threads parallelise inside the call), so a call takes a free session, or queues on one when
+/// all are busy.
+///
+/// Why several: ingest workers each embed their own document. With one session holding every
+/// core, they took turns, and the session's threads waited at every operator for a core that
+/// parsing or indexing held. A session of one thread per worker keeps both cores busy; the
+/// gain, the memory each session costs and the unchanged latency of a lone query are measured
+/// in `docs/performance.md`, "One session per worker".
 pub(crate) struct OnnxEncoder {
-    session: Mutex<Session>,
+    sessions: Vec<Mutex<Session>>,
+    /// Threads of each session.
+    threads: usize,
+    /// Where the next call starts looking for a free session, so calls spread over them.
+    next: AtomicUsize,
     library: PathBuf,
     linear: Linear,
 }
@@ -77,11 +89,10 @@ fn same_file(a: &Path, b: &Path) -> bool {
     a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
 }
 
-/// A session for the serialized model `model` on the library `library`, threaded for this
-/// machine.
-pub(super) fn session(library: &Path, model: &[u8]) -> Result<Session, ModelError> {
+/// A session for the serialized model `model` on the library `library`, with `threads` threads
+/// of its own.
+pub(super) fn session(library: &Path, model: &[u8], threads: usize) -> Result<Session, ModelError> {
     let environment = environment(library)?;
-    let threads = std::thread::available_parallelism().map_or(1, usize::from);
     let failed = |e: ort::Error| ModelError::Unsupported(format!("ONNX Runtime: {e}"));
     Session::builder(environment)
         .map_err(failed)?
@@ -98,22 +109,42 @@ pub(super) fn session(library: &Path, model: &[u8]) -> Result<Session, ModelErro
 }
 
 impl OnnxEncoder {
-    /// Loads ONNX Runtime from `library` and builds a session for the encoder in `weights`,
-    /// its linear layers computed as `linear` says.
+    /// Loads ONNX Runtime from `library` and builds `sessions` sessions (at least one, at most
+    /// one per core) for the encoder in `weights`, its linear layers computed as `linear` says.
+    /// The machine's cores are shared among the sessions.
     pub(crate) fn load(
         library: &Path,
         weights: &Path,
         config: &BertConfig,
         linear: Linear,
+        sessions: usize,
     ) -> Result<Self, ModelError> {
         // The library first: a missing library is the likelier and cheaper error.
         environment(library)?;
         let model = bert_model(weights, config, linear)?;
+        // More sessions than cores would only make their threads take turns on the cores.
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let sessions = sessions.clamp(1, cores);
+        let threads = cores / sessions;
         Ok(Self {
-            session: Mutex::new(session(library, &model)?),
+            sessions: (0..sessions)
+                .map(|_| session(library, &model, threads).map(Mutex::new))
+                .collect::<Result<_, _>>()?,
+            threads,
+            next: AtomicUsize::new(0),
             library: library.to_owned(),
             linear,
         })
+    }
+
+    /// How many sessions run calls side by side.
+    pub(crate) fn sessions(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// How many threads each session computes a call with.
+    pub(crate) fn threads(&self) -> usize {
+        self.threads
     }
 
     /// How the session computes the linear layers.
@@ -149,10 +180,7 @@ impl OnnxEncoder {
             "position_ids" => Tensor::from_array(([len as i64], positions)).map_err(failed)?,
             "attention_bias" => Tensor::from_array(([batch as i64, 1, 1, len as i64], bias)).map_err(failed)?,
         ];
-        let mut session = self
-            .session
-            .lock()
-            .map_err(|_| ModelError::Inference("an earlier call panicked".into()))?;
+        let mut session = self.free_session()?;
         let outputs = session.run(inputs).map_err(failed)?;
         let (_, hidden_states) = outputs["last_hidden_state"]
             .try_extract_tensor::<f32>()
@@ -165,5 +193,21 @@ impl OnnxEncoder {
                 hidden_states[b * len * width..(b * len + sequence.len()) * width].to_vec()
             })
             .collect())
+    }
+
+    /// The first free session from where the last call started, or, when every one is busy,
+    /// a wait for the one this call would have started at.
+    fn free_session(&self) -> Result<std::sync::MutexGuard<'_, Session>, ModelError> {
+        let count = self.sessions.len();
+        let start = self.next.fetch_add(1, Ordering::Relaxed) % count;
+        let panicked = |_| ModelError::Inference("an earlier call panicked".into());
+        for offset in 0..count {
+            match self.sessions[(start + offset) % count].try_lock() {
+                Ok(session) => return Ok(session),
+                Err(std::sync::TryLockError::WouldBlock) => {}
+                Err(std::sync::TryLockError::Poisoned(e)) => return Err(panicked(e)),
+            }
+        }
+        self.sessions[start].lock().map_err(panicked)
     }
 }

@@ -132,8 +132,8 @@ fn int8_sentence_embeddings_stay_close_to_fp32() {
     let config = tiny_bert(dir.path());
     let weights = dir.path().join("model.safetensors");
     let library = library();
-    let fp32 = OnnxEncoder::load(&library, &weights, &config, Linear::Fp32).unwrap();
-    let int8 = OnnxEncoder::load(&library, &weights, &config, Linear::Int8).unwrap();
+    let fp32 = OnnxEncoder::load(&library, &weights, &config, Linear::Fp32, 1).unwrap();
+    let int8 = OnnxEncoder::load(&library, &weights, &config, Linear::Int8, 1).unwrap();
     let mut random = Uniform(7);
     // Sentences of 3 to 30 tokens, batched with padding as the embedder batches them.
     let sequences: Vec<Vec<u32>> = (0..12)
@@ -207,7 +207,7 @@ fn onnx_runtime_cannot_run_a_bfloat16_linear_layer_on_the_cpu() {
         vec![value_info("x", FLOAT, &[Dim::Fixed(2), Dim::Fixed(8)])],
         vec![value_info(&product, FLOAT, &[Dim::Fixed(2), Dim::Fixed(4)])],
     );
-    let error = match session(&library(), &model) {
+    let error = match session(&library(), &model, 1) {
         Err(error) => error.to_string(),
         Ok(mut session) => {
             let x = ort::value::Tensor::from_array(([2i64, 8], vec![0.5f32; 16])).unwrap();

@@ -627,6 +627,7 @@ fn tiny_models_embed_as_sentence_transformers_does() {
                 onnxruntime_library: Some(library()),
                 // Exactness is the question here; int8's own closeness is tested in `onnx`.
                 precision: crate::local::Precision::Fp32,
+                sessions: 1,
             },
         )
         .unwrap();

@@ -3,15 +3,18 @@
 //!
 //! A Tantivy commit flushes a segment and syncs several files; made after every document it was
 //! 86 % of keyword-only ingest time (`docs/performance.md`). Changes that arrive while a commit
-//! runs wait for the next one, so the batch grows with the load on its own: one document alone is
-//! committed at once, a burst shares one commit. No timer holds a change back.
+//! runs, or within [`COMMIT_SPACING`] of the last one's start, wait for the next one, so the
+//! batch grows with the load: one document alone is committed at once, a stream of documents
+//! shares a commit every quarter second.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use quire_core::{DocumentId, SourceId};
+use tantivy::indexer::LogMergePolicy;
 use tantivy::{IndexReader, IndexWriter, TantivyDocument, Term, doc};
 use tokio::sync::oneshot;
 
@@ -20,6 +23,24 @@ use super::{Fields, IndexedChunk, SearchError};
 /// Most changes applied in one commit: bounds the memory a burst holds and the time a caller
 /// waits behind others.
 const MAX_BATCH: usize = 1024;
+
+/// Shortest time from the start of one commit to the start of the next. A commit writes a new
+/// segment (several files, each synced); at ingest rates of tens of documents a second,
+/// committing whatever was waiting made a commit per document or two, thousands per corpus,
+/// and creating and merging their files took a quarter of the machine's CPU
+/// (`docs/performance.md`, "Commit spacing"). Spaced, a commit carries every document finished
+/// in the meantime. A change that finds the index idle for this long is committed at once, so
+/// a lone upload is not held back; under load a document becomes searchable at most this much
+/// later than it would have.
+pub(super) const COMMIT_SPACING: Duration = Duration::from_millis(250);
+
+/// Segments below this many chunks count as one size class when merging. Tantivy's default,
+/// 10,000, puts every young segment of an index in one class, so each merge of eight segments
+/// copies the largest of them again: with a commit per burst of documents, ingesting SciFact
+/// (8,000 chunks) merged the growing segment hundreds of times and the merge thread took more
+/// CPU than anything but the embedder (`docs/performance.md`, "Merges"). With a small floor,
+/// segments merge with others of their own size, and each chunk is copied a few times.
+const MERGE_FLOOR_CHUNKS: u32 = 256;
 
 /// A change to the index.
 pub(super) enum Change {
@@ -84,13 +105,15 @@ impl Writer {
         writer: IndexWriter,
         reader: IndexReader,
         fields: Fields,
+        spacing: Duration,
     ) -> Result<Self, SearchError> {
+        writer.set_merge_policy(Box::new(merge_policy()));
         let (requests, incoming) = mpsc::channel();
         let commits = Arc::new(AtomicU64::new(0));
         let counter = Arc::clone(&commits);
         let thread = std::thread::Builder::new()
             .name("quire-keyword-writer".to_owned())
-            .spawn(move || run(writer, reader, fields, incoming, counter))
+            .spawn(move || run(writer, reader, fields, spacing, incoming, counter))
             .map_err(|e| SearchError::Open(format!("could not start the index writer: {e}")))?;
         Ok(Self {
             requests: Some(requests),
@@ -125,23 +148,38 @@ impl Drop for Writer {
     }
 }
 
-/// The writer thread: takes the first waiting change, then every other one already waiting (up
-/// to [`MAX_BATCH`]), applies them in order, commits once and answers all of them.
+fn merge_policy() -> LogMergePolicy {
+    let mut policy = LogMergePolicy::default();
+    policy.set_min_layer_size(MERGE_FLOOR_CHUNKS);
+    policy
+}
+
+/// The writer thread: takes the first waiting change, gathers others until `spacing` has passed
+/// since the last commit began, takes every other one already waiting (up to [`MAX_BATCH`]),
+/// applies them in order, commits once and answers all of them.
 fn run(
     mut writer: IndexWriter,
     reader: IndexReader,
     fields: Fields,
+    spacing: Duration,
     incoming: mpsc::Receiver<Request>,
     commits: Arc<AtomicU64>,
 ) {
+    let mut last_started: Option<Instant> = None;
     while let Ok(first) = incoming.recv() {
         let mut batch = vec![first];
+        // Within the spacing of the last commit, changes gather until it has passed; then
+        // everything waiting joins.
+        if let Some(deadline) = last_started.map(|started| started + spacing) {
+            gather_until(&incoming, &mut batch, deadline);
+        }
         while batch.len() < MAX_BATCH {
             match incoming.try_recv() {
                 Ok(next) => batch.push(next),
                 Err(_) => break,
             }
         }
+        last_started = Some(Instant::now());
         let result = match apply(&writer, fields, &batch) {
             Ok(()) => commit(&mut writer, &reader),
             Err(e) => {
@@ -159,6 +197,20 @@ fn run(
         });
         for request in batch {
             let _ = request.committed.send(answer.clone());
+        }
+    }
+}
+
+/// Adds the changes that arrive before `deadline` to `batch` (up to [`MAX_BATCH`]); returns
+/// early when the handle is dropped, so closing the index never waits out the spacing.
+fn gather_until(incoming: &mpsc::Receiver<Request>, batch: &mut Vec<Request>, deadline: Instant) {
+    while batch.len() < MAX_BATCH {
+        let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+            return;
+        };
+        match incoming.recv_timeout(left) {
+            Ok(next) => batch.push(next),
+            Err(_) => return,
         }
     }
 }

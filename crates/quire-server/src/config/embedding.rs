@@ -93,6 +93,8 @@ impl EmbeddingConfig {
             engine,
             onnxruntime_library: self.onnxruntime_library.clone(),
             precision,
+            // One caller at a time unless the server says how many workers embed at once.
+            sessions: 1,
         };
         // Refused here, at start, rather than when the model is first loaded.
         options.check()?;
