@@ -425,22 +425,75 @@ impl LocalEmbedder {
                 _ => self.token_ids(&format!("{prompt}{t}")),
             })
             .collect::<Result<_, _>>()?;
-        let width = self.inner.config.hidden_size;
         let mut order: Vec<usize> = (0..sequences.len()).collect();
         order.sort_by_key(|&i| sequences[i].len());
-        let mut out = vec![Vec::new(); sequences.len()];
-        for group in order.chunks(BATCH_SIZE) {
+        let groups: Vec<&[usize]> = order.chunks(BATCH_SIZE).collect();
+        let embed_group = |group: &[usize]| -> Result<Vec<(usize, Vec<f32>)>, ModelError> {
             let batch: Vec<Vec<u32>> = group.iter().map(|&i| sequences[i].clone()).collect();
             let states = match &self.inner.encoder {
                 Encoder::Candle(bert) => bert.token_states(&batch)?,
                 Encoder::OnnxRuntime(encoder) => encoder.token_states(&batch)?,
             };
-            for (&i, rows) in group.iter().zip(states) {
-                out[i] = self.inner.sentence.pool(&rows, width, prompt_tokens);
-            }
+            let width = self.inner.config.hidden_size;
+            Ok(group
+                .iter()
+                .zip(states)
+                .map(|(&i, rows)| (i, self.inner.sentence.pool(&rows, width, prompt_tokens)))
+                .collect())
+        };
+        let side_by_side = match &self.inner.encoder {
+            Encoder::OnnxRuntime(encoder) => encoder.sessions().min(groups.len()),
+            Encoder::Candle(_) => 1,
+        };
+        let mut out = vec![Vec::new(); sequences.len()];
+        for (i, vector) in in_parallel(&groups, side_by_side, embed_group)? {
+            out[i] = vector;
         }
         Ok(out)
     }
+}
+
+/// Runs `embed_group` over `groups` on `threads` threads (this one among them), each taking
+/// the next group; the groups are the same however many threads share them, so the vectors
+/// are too. One long document thus uses every session while the other workers are idle, and
+/// shares them when they are not (a call waits for a busy session).
+fn in_parallel<F>(
+    groups: &[&[usize]],
+    threads: usize,
+    embed_group: F,
+) -> Result<Vec<(usize, Vec<f32>)>, ModelError>
+where
+    F: Fn(&[usize]) -> Result<Vec<(usize, Vec<f32>)>, ModelError> + Sync,
+{
+    if threads <= 1 {
+        let mut out = Vec::new();
+        for group in groups {
+            out.extend(embed_group(group)?);
+        }
+        return Ok(out);
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let take = || -> Result<Vec<(usize, Vec<f32>)>, ModelError> {
+        let mut out = Vec::new();
+        loop {
+            let at = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(group) = groups.get(at) else {
+                return Ok(out);
+            };
+            out.extend(embed_group(group)?);
+        }
+    };
+    std::thread::scope(|scope| {
+        let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(take)).collect();
+        let mut out = take()?;
+        for helper in helpers {
+            let part = helper
+                .join()
+                .map_err(|_| ModelError::Inference("an embedding thread panicked".into()))??;
+            out.extend(part);
+        }
+        Ok(out)
+    })
 }
 
 /// Sequences per forward pass: large enough that the projections are big products, small
@@ -515,4 +568,50 @@ fn read(path: &PathBuf) -> Result<String, ModelError> {
         path: path.clone(),
         source,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use super::*;
+
+    /// Groups run side by side on the threads asked for, each once, and every result comes
+    /// back; a failing group fails the call.
+    #[test]
+    fn groups_run_side_by_side_once_each() {
+        let order: Vec<usize> = (0..16).collect();
+        let groups: Vec<&[usize]> = order.chunks(BATCH_SIZE).collect();
+        let (running, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let embed_group = |group: &[usize]| {
+            let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+            most.fetch_max(now, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(30));
+            running.fetch_sub(1, Ordering::SeqCst);
+            Ok(group.iter().map(|&i| (i, vec![i as f32])).collect())
+        };
+        let mut out = in_parallel(&groups, 2, embed_group).unwrap();
+        out.sort_by_key(|(i, _)| *i);
+        assert_eq!(out.len(), 16);
+        assert!(
+            out.iter()
+                .enumerate()
+                .all(|(n, (i, v))| n == *i && v[0] == n as f32)
+        );
+        assert_eq!(most.load(Ordering::SeqCst), 2, "two groups at once");
+
+        most.store(0, Ordering::SeqCst);
+        in_parallel(&groups, 1, embed_group).unwrap();
+        assert_eq!(most.load(Ordering::SeqCst), 1);
+
+        let failing = |group: &[usize]| {
+            if group.contains(&9) {
+                Err(ModelError::Inference("boom".into()))
+            } else {
+                Ok(Vec::new())
+            }
+        };
+        assert!(in_parallel(&groups, 2, failing).is_err());
+    }
 }

@@ -104,7 +104,8 @@ fn the_engines_agree_and_share_a_model_id() {
 }
 
 /// A session per worker: callers on several threads embed side by side, each call on a free
-/// session, and get the vectors one session gives.
+/// session, a long call spreads its batches over the sessions, and all get the vectors one
+/// session gives.
 #[test]
 fn sessions_side_by_side_give_the_vectors_of_one() {
     let options = EngineOptions {
@@ -123,6 +124,20 @@ fn sessions_side_by_side_give_the_vectors_of_one() {
     assert!(one.engine().contains(", 1 session of "), "{}", one.engine());
     let texts = ["pumps and valves", "Die Pumpe muss vorher gefüllt werden."];
     let expected = one.embed(&texts).unwrap();
+    // One call of many texts runs its batches on both sessions and gets the same vectors.
+    let many: Vec<String> = (0..21)
+        .map(|n| format!("pump number {n} needs {} litres of oil", n * 7))
+        .collect();
+    let many: Vec<&str> = many.iter().map(String::as_str).collect();
+    for (a, b) in pair
+        .embed(&many)
+        .unwrap()
+        .iter()
+        .zip(one.embed(&many).unwrap())
+    {
+        let b: Vec<f64> = b.iter().map(|x| f64::from(*x)).collect();
+        assert!(cosine(a, &b) > 0.99999, "cosine {}", cosine(a, &b));
+    }
     std::thread::scope(|scope| {
         let callers: Vec<_> = (0..4)
             .map(|_| {
