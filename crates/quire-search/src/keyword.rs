@@ -144,8 +144,8 @@ impl KeywordIndex {
         Self::open_spaced(dir, writer::COMMIT_SPACING)
     }
 
-    /// [`Self::open`] with commits at least `spacing` apart (see [`writer`]).
-    fn open_spaced(dir: &Path, spacing: std::time::Duration) -> Result<Self, SearchError> {
+    /// [`Self::open`] with commits spaced as `spacing` says (see [`writer`]).
+    fn open_spaced(dir: &Path, spacing: writer::Spacing) -> Result<Self, SearchError> {
         std::fs::create_dir_all(dir)
             .map_err(|e| SearchError::Open(format!("{}: {e}", dir.display())))?;
         let (schema, fields) = schema();
@@ -707,12 +707,17 @@ mod tests {
         assert_eq!(hits[0].document_id, doc);
     }
 
-    /// A change that arrives within the spacing of the last commit waits for the spacing to
-    /// pass and shares its commit with what arrives meanwhile.
+    fn spaced(between: Duration, linger: Duration) -> writer::Spacing {
+        writer::Spacing { between, linger }
+    }
+
+    /// A change that arrives within the spacing of the last commit waits while others keep
+    /// coming, and shares its commit with them.
     #[test]
     fn changes_within_the_spacing_share_the_next_commit() {
         let dir = tempfile::tempdir().unwrap();
-        let index = KeywordIndex::open_spaced(dir.path(), Duration::from_secs(1)).unwrap();
+        let spacing = spaced(Duration::from_secs(2), Duration::from_secs(1));
+        let index = KeywordIndex::open_spaced(dir.path(), spacing).unwrap();
         let source = SourceId::new();
         let before = index.commits();
         let first = index.submit_replace(DocumentId::new(), source, vec![chunk(0, 1, "", "one")]);
@@ -730,18 +735,30 @@ mod tests {
         assert_eq!(index.chunk_count(), 3);
     }
 
-    /// The spacing holds back neither a change that finds the index idle nor the closing of the
-    /// index: what waits is committed at once.
+    /// The spacing holds back neither a change that finds the index idle, nor one after which
+    /// no other comes within the linger, nor the closing of the index: what waits is committed.
     #[test]
-    fn the_spacing_holds_back_neither_an_idle_change_nor_closing() {
+    fn the_spacing_holds_back_neither_an_idle_or_lone_change_nor_closing() {
         let dir = tempfile::tempdir().unwrap();
         let source = SourceId::new();
         let late = DocumentId::new();
         let started = Instant::now();
         {
-            let index = KeywordIndex::open_spaced(dir.path(), Duration::from_secs(60)).unwrap();
+            let spacing = spaced(Duration::from_secs(60), Duration::from_millis(100));
+            let index = KeywordIndex::open_spaced(dir.path(), spacing).unwrap();
+            for word in ["early", "lone"] {
+                index
+                    .submit_replace(DocumentId::new(), source, vec![chunk(0, 1, "", word)])
+                    .wait_blocking()
+                    .unwrap();
+            }
+            assert_eq!(index.chunk_count(), 2);
+        }
+        {
+            let spacing = spaced(Duration::from_secs(60), Duration::from_secs(60));
+            let index = KeywordIndex::open_spaced(dir.path(), spacing).unwrap();
             index
-                .submit_replace(DocumentId::new(), source, vec![chunk(0, 1, "", "early")])
+                .submit_replace(DocumentId::new(), source, vec![chunk(0, 1, "", "first")])
                 .wait_blocking()
                 .unwrap();
             let _ = index.submit_replace(late, source, vec![chunk(0, 1, "", "late arrival")]);
@@ -755,6 +772,7 @@ mod tests {
         let hits = index.search("arrival", &SourceScope::All, 10).unwrap();
         assert_eq!(hits.len(), 1);
         assert_eq!(hits[0].document_id, late);
+        assert_eq!(index.chunk_count(), 4);
     }
 
     /// An async caller awaits the commit without blocking its runtime.

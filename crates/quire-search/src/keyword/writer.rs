@@ -3,9 +3,9 @@
 //!
 //! A Tantivy commit flushes a segment and syncs several files; made after every document it was
 //! 86 % of keyword-only ingest time (`docs/performance.md`). Changes that arrive while a commit
-//! runs, or within [`COMMIT_SPACING`] of the last one's start, wait for the next one, so the
-//! batch grows with the load: one document alone is committed at once, a stream of documents
-//! shares a commit every quarter second.
+//! runs, or while they keep coming within [`COMMIT_SPACING`] of the last one's start, wait for
+//! the next one, so the batch grows with the load: one document alone is committed at once, a
+//! stream of documents shares a commit every quarter second.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,15 +24,31 @@ use super::{Fields, IndexedChunk, SearchError};
 /// waits behind others.
 const MAX_BATCH: usize = 1024;
 
-/// Shortest time from the start of one commit to the start of the next. A commit writes a new
-/// segment (several files, each synced); at ingest rates of tens of documents a second,
-/// committing whatever was waiting made a commit per document or two, thousands per corpus,
-/// and creating and merging their files took a quarter of the machine's CPU
-/// (`docs/performance.md`, "Commit spacing"). Spaced, a commit carries every document finished
-/// in the meantime. A change that finds the index idle for this long is committed at once, so
-/// a lone upload is not held back; under load a document becomes searchable at most this much
-/// later than it would have.
-pub(super) const COMMIT_SPACING: Duration = Duration::from_millis(250);
+/// How commits are spaced while changes stream in.
+///
+/// A commit writes a new segment (several files, each synced); at ingest rates of tens of
+/// documents a second, committing whatever was waiting made a commit per document or two,
+/// thousands per corpus, and creating and merging their files took a quarter of the machine's
+/// CPU (`docs/performance.md`, "Commit spacing"). Spaced, a commit carries every document
+/// finished in the meantime.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Spacing {
+    /// Shortest time from the start of one commit to the start of the next, while changes
+    /// keep coming.
+    pub(super) between: Duration,
+    /// Within that time, how long a commit waits for one more change: when none comes, it
+    /// starts at once. So a caller that changes one document at a time and waits for each
+    /// commit (deletes through the API, one by one) waits at most this much more, not the
+    /// whole spacing, while a stream of documents shares a commit per spacing.
+    pub(super) linger: Duration,
+}
+
+/// The spacing of the product's index. A change that finds the index idle for `between` is
+/// committed at once, so a lone upload is not held back.
+pub(super) const COMMIT_SPACING: Spacing = Spacing {
+    between: Duration::from_millis(250),
+    linger: Duration::from_millis(50),
+};
 
 /// Segments below this many chunks count as one size class when merging. Tantivy's default,
 /// 10,000, puts every young segment of an index in one class, so each merge of eight segments
@@ -105,7 +121,7 @@ impl Writer {
         writer: IndexWriter,
         reader: IndexReader,
         fields: Fields,
-        spacing: Duration,
+        spacing: Spacing,
     ) -> Result<Self, SearchError> {
         writer.set_merge_policy(Box::new(merge_policy()));
         let (requests, incoming) = mpsc::channel();
@@ -154,24 +170,24 @@ fn merge_policy() -> LogMergePolicy {
     policy
 }
 
-/// The writer thread: takes the first waiting change, gathers others until `spacing` has passed
-/// since the last commit began, takes every other one already waiting (up to [`MAX_BATCH`]),
-/// applies them in order, commits once and answers all of them.
+/// The writer thread: takes the first waiting change, gathers others while they come until
+/// `spacing` has passed since the last commit began, takes every other one already waiting (up
+/// to [`MAX_BATCH`]), applies them in order, commits once and answers all of them.
 fn run(
     mut writer: IndexWriter,
     reader: IndexReader,
     fields: Fields,
-    spacing: Duration,
+    spacing: Spacing,
     incoming: mpsc::Receiver<Request>,
     commits: Arc<AtomicU64>,
 ) {
     let mut last_started: Option<Instant> = None;
     while let Ok(first) = incoming.recv() {
         let mut batch = vec![first];
-        // Within the spacing of the last commit, changes gather until it has passed; then
-        // everything waiting joins.
-        if let Some(deadline) = last_started.map(|started| started + spacing) {
-            gather_until(&incoming, &mut batch, deadline);
+        // Within the spacing of the last commit, changes gather while they come until it has
+        // passed; then everything waiting joins.
+        if let Some(deadline) = last_started.map(|started| started + spacing.between) {
+            gather_until(&incoming, &mut batch, deadline, spacing.linger);
         }
         while batch.len() < MAX_BATCH {
             match incoming.try_recv() {
@@ -201,14 +217,20 @@ fn run(
     }
 }
 
-/// Adds the changes that arrive before `deadline` to `batch` (up to [`MAX_BATCH`]); returns
-/// early when the handle is dropped, so closing the index never waits out the spacing.
-fn gather_until(incoming: &mpsc::Receiver<Request>, batch: &mut Vec<Request>, deadline: Instant) {
+/// Adds the changes that arrive before `deadline` to `batch` (up to [`MAX_BATCH`]), each within
+/// `linger` of the one before; returns early when none comes that soon, or when the handle is
+/// dropped, so closing the index never waits out the spacing.
+fn gather_until(
+    incoming: &mpsc::Receiver<Request>,
+    batch: &mut Vec<Request>,
+    deadline: Instant,
+    linger: Duration,
+) {
     while batch.len() < MAX_BATCH {
         let Some(left) = deadline.checked_duration_since(Instant::now()) else {
             return;
         };
-        match incoming.recv_timeout(left) {
+        match incoming.recv_timeout(left.min(linger)) {
             Ok(next) => batch.push(next),
             Err(_) => return,
         }

@@ -361,7 +361,7 @@ async fn three_processes_share_the_work_and_survive_a_killed_node() {
                 assert!(
                     started.elapsed() < FOLLOW_BOUND,
                     "{} never found {}",
-                    node.address,
+                    node.url(""),
                     marker(*i)
                 );
                 tokio::time::sleep(Duration::from_millis(50)).await;
