@@ -199,10 +199,7 @@ impl Browser {
         let deadline = Instant::now() + FIND_TIMEOUT;
         loop {
             match self.find_now(css).await {
-                Err(err)
-                    if err.webdriver_error() == Some("no such element")
-                        && Instant::now() < deadline =>
-                {
+                Err(err) if not_there_yet(&err) && Instant::now() < deadline => {
                     tokio::time::sleep(POLL_INTERVAL).await;
                 }
                 found => return found,
@@ -227,7 +224,7 @@ impl Browser {
                     Err(err) if is_stale(&err) => err.to_string(),
                     Err(err) => return Err(err),
                 },
-                Err(err) if err.webdriver_error() == Some("no such element") => err.to_string(),
+                Err(err) if not_there_yet(&err) => err.to_string(),
                 Err(err) => return Err(err),
             };
             if Instant::now() >= deadline {
@@ -606,6 +603,17 @@ async fn a_page_is_driven_in_headless_chromium() {
 /// Whether `err` says the element was replaced while it was read: "stale element reference",
 /// or, when the page navigates at that moment, Chromium's "unknown error" that the node "does
 /// not belong to the document".
+/// Whether a search for an element may succeed if tried again: the element is not there yet,
+/// or the page was being replaced (after a click that navigates, Chromium aborts a search
+/// that meets the navigation with "aborted by navigation").
+fn not_there_yet(err: &BrowserError) -> bool {
+    match err.webdriver_error() {
+        Some("no such element") => true,
+        Some(_) => err.to_string().contains("aborted by navigation"),
+        None => false,
+    }
+}
+
 fn is_stale(err: &BrowserError) -> bool {
     match err.webdriver_error() {
         Some("stale element reference") => true,
