@@ -92,12 +92,13 @@ fn the_engines_agree_and_share_a_model_id() {
     let (candle, onnx) = (load(Engine::Candle), load(Engine::OnnxRuntime));
     assert_eq!(candle.model_id(), onnx.model_id());
     let texts = ["pumps and valves", "Die Pumpe muss vorher gefüllt werden."];
-    for (a, b) in candle
-        .embed(&texts)
-        .unwrap()
-        .iter()
-        .zip(onnx.embed(&texts).unwrap())
-    {
+    assert_same_vectors(&candle.embed(&texts).unwrap(), &onnx.embed(&texts).unwrap());
+}
+
+/// Each vector of `a` points where the one of `b` at its place does (cosine above 0.99999).
+fn assert_same_vectors(a: &[Vec<f32>], b: &[Vec<f32>]) {
+    assert_eq!(a.len(), b.len());
+    for (a, b) in a.iter().zip(b) {
         let b: Vec<f64> = b.iter().map(|x| f64::from(*x)).collect();
         assert!(cosine(a, &b) > 0.99999, "cosine {}", cosine(a, &b));
     }
@@ -115,11 +116,14 @@ fn sessions_side_by_side_give_the_vectors_of_one() {
         sessions: 2,
     };
     let pair = LocalEmbedder::load_with(&model_dir(), &options).unwrap();
-    assert!(
-        pair.engine().contains(", 2 sessions of "),
-        "{}",
-        pair.engine()
-    );
+    // At most one session per core.
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let sessions = if cores >= 2 {
+        ", 2 sessions of "
+    } else {
+        ", 1 session of "
+    };
+    assert!(pair.engine().contains(sessions), "{}", pair.engine());
     let one = load(Engine::OnnxRuntime);
     assert!(one.engine().contains(", 1 session of "), "{}", one.engine());
     let texts = ["pumps and valves", "Die Pumpe muss vorher gefüllt werden."];
@@ -129,15 +133,7 @@ fn sessions_side_by_side_give_the_vectors_of_one() {
         .map(|n| format!("pump number {n} needs {} litres of oil", n * 7))
         .collect();
     let many: Vec<&str> = many.iter().map(String::as_str).collect();
-    for (a, b) in pair
-        .embed(&many)
-        .unwrap()
-        .iter()
-        .zip(one.embed(&many).unwrap())
-    {
-        let b: Vec<f64> = b.iter().map(|x| f64::from(*x)).collect();
-        assert!(cosine(a, &b) > 0.99999, "cosine {}", cosine(a, &b));
-    }
+    assert_same_vectors(&pair.embed(&many).unwrap(), &one.embed(&many).unwrap());
     std::thread::scope(|scope| {
         let callers: Vec<_> = (0..4)
             .map(|_| {
@@ -150,10 +146,7 @@ fn sessions_side_by_side_give_the_vectors_of_one() {
             .collect();
         for caller in callers {
             for vectors in caller.join().unwrap() {
-                for (a, b) in vectors.iter().zip(&expected) {
-                    let b: Vec<f64> = b.iter().map(|x| f64::from(*x)).collect();
-                    assert!(cosine(a, &b) > 0.99999, "cosine {}", cosine(a, &b));
-                }
+                assert_same_vectors(&vectors, &expected);
             }
         }
     });
