@@ -211,8 +211,12 @@ async fn personal_data_in_a_heading_is_held_and_redacted_in_section_paths() {
         top["metadata"]["section"], "Card [CREDIT_CARD] and SSN [US_SSN]",
         "{found}"
     );
+    // The numbers as written: a bare "4111" or "6789" may turn up inside a random id.
     let all = found.to_string();
-    assert!(!all.contains("4111") && !all.contains("6789"), "{found}");
+    assert!(
+        !all.contains("4111 1111") && !all.contains("123-45-6789"),
+        "{found}"
+    );
     let decided = body(server.get(&admin, &format!("/api/v1/reviews/{id}")).await).await;
     let decided_text = decided.to_string();
     assert!(
@@ -311,7 +315,7 @@ async fn personal_data_in_a_document_name_holds_it_and_redact_renames_it() {
     let found = search_json(&server, &admin, "prime the centrifugal pump").await;
     assert!(
         found.to_string().contains("statement [CREDIT_CARD].md")
-            && !found.to_string().contains("4111"),
+            && !found.to_string().contains("4111-1111-1111"),
         "{found}"
     );
     let decided = body(server.get(&admin, &format!("/api/v1/reviews/{card}")).await).await;
