@@ -133,7 +133,7 @@ fn page_texts<'a>(chunks: impl Iterator<Item = &'a ChunkDraft>) -> Vec<PageText>
 fn without_repeated_header<'a>(previous: &str, next: &'a str) -> Option<&'a str> {
     let header = previous.lines().next()?;
     let (first, rows) = next.split_once('\n')?;
-    (header.contains(" | ") && first == header).then_some(rows)
+    (header.contains(quire_ingest::CELL_SEPARATOR) && first == header).then_some(rows)
 }
 
 /// `next` without its leading words that repeat the last words of `previous`.

@@ -14,7 +14,6 @@ use quire_core::{
     DocumentId, NewSource, SearchLimit, SearchQuery, SourceDescription, SourceId, SourceName,
     SourceRecord, SourceScope, SourceType, SystemClock,
 };
-use quire_ingest::Next;
 use quire_store::Created;
 
 use crate::progress::Progress;
@@ -23,10 +22,6 @@ use tempfile::TempDir;
 use quire_server::App;
 
 use quire_server::Config;
-
-/// Documents an ingesting bench lets wait for their keyword-index commit at once; past it,
-/// the next document waits for the oldest to finish.
-const MAX_FINISHING: usize = 256;
 
 /// Options of `quire bench search`.
 #[derive(Debug, Args)]
@@ -218,28 +213,10 @@ pub(crate) async fn ingest_files(
     }
     stored.finish();
     let mut processed = Progress::new("processing documents", total);
-    // As the workers do, documents are not finished one commit at a time: the keyword index
-    // spaces its commits, so each document waiting alone for its own would wait that long.
-    let mut finishing = tokio::task::JoinSet::new();
-    loop {
-        match state.ingest.start_next(name).await? {
-            Next::Idle => break,
-            Next::Done => processed.inc(1),
-            Next::Finishing(document) => {
-                if finishing.len() >= MAX_FINISHING
-                    && let Some(done) = finishing.join_next().await
-                {
-                    done??;
-                    processed.inc(1);
-                }
-                finishing.spawn(document.run());
-            }
-        }
-    }
-    while let Some(done) = finishing.join_next().await {
-        done??;
-        processed.inc(1);
-    }
+    state
+        .ingest
+        .process_queued(name, || processed.inc(1))
+        .await?;
     processed.finish();
     Ok((source, ids))
 }

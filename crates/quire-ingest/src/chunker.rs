@@ -213,10 +213,13 @@ fn pack(
 }
 
 /// A block the parsers wrote as a table (`table.rs` in quire-parse): two or more lines, most
-/// of them rows of cells joined by ` | `.
+/// of them rows of cells joined by [`quire_parse::CELL_SEPARATOR`].
 fn is_table(text: &str) -> bool {
     let lines = text.lines().count();
-    let rows = text.lines().filter(|l| l.contains(" | ")).count();
+    let rows = text
+        .lines()
+        .filter(|l| l.contains(quire_parse::CELL_SEPARATOR))
+        .count();
     lines >= 2 && rows * 5 >= lines * 4
 }
 

@@ -31,7 +31,7 @@ pub use pipeline::{OutputLimits, Processed, ProcessingError, process_file};
 pub use progress::{CHUNKS_EMBEDDED, REPORT_EVERY, STAGE_SECONDS};
 pub use query_batch::QUERIES_PER_EMBEDDING_CALL;
 pub use quire_files::{FilesError, OriginalStore};
-pub use quire_parse::{Block, OcrSettings, ParseLimits, probe as probe_ocr};
+pub use quire_parse::{Block, CELL_SEPARATOR, OcrSettings, ParseLimits, probe as probe_ocr};
 pub use review::{Review, reduce_findings};
 pub use semantic::{BackfillReport, Semantic, SemanticError, embedding_text};
 pub use service::{Ingest, IngestError, IngestSettings, Next, Upload, clean_file_name};

@@ -140,17 +140,59 @@ impl Worker {
         document: Finishing,
         finishing: &mut JoinSet<Result<(), IngestError>>,
     ) {
-        let wanted = document.chunks().clamp(1, MAX_CHUNKS_AWAITING_COMMIT);
-        let permits = u32::try_from(wanted).unwrap_or(u32::MAX);
-        // The semaphore is never closed, so this waits for room and then has it.
-        let room = Arc::clone(&self.awaiting_commit)
-            .acquire_many_owned(permits)
-            .await
-            .ok();
-        finishing.spawn(async move {
-            let _room = room;
-            document.run().await
-        });
+        finish_in_room(&self.awaiting_commit, document, finishing).await;
+    }
+}
+
+/// Spawns `document`'s last step into `finishing` once `room` (permits for
+/// [`MAX_CHUNKS_AWAITING_COMMIT`] chunks) has room for its chunks; the room is given back when
+/// the step ends.
+async fn finish_in_room(
+    room: &Arc<Semaphore>,
+    document: Finishing,
+    finishing: &mut JoinSet<Result<(), IngestError>>,
+) {
+    let wanted = document.chunks().clamp(1, MAX_CHUNKS_AWAITING_COMMIT);
+    let permits = u32::try_from(wanted).unwrap_or(u32::MAX);
+    // The semaphore is never closed, so this waits for room and then has it.
+    let room = Arc::clone(room).acquire_many_owned(permits).await.ok();
+    finishing.spawn(async move {
+        let _room = room;
+        document.run().await
+    });
+}
+
+impl Ingest {
+    /// Processes every runnable job as `worker`, in this task, until none is left, calling
+    /// `done` after each document. As the workers do, it goes on with the next job while a
+    /// document waits for its keyword-index commit (the index spaces its commits, so waiting
+    /// for each would wait out the spacing every time), within the same bound on the chunks
+    /// waiting. For benches and evaluations that ingest a corpus in-process.
+    pub async fn process_queued(
+        &self,
+        worker: &str,
+        mut done: impl FnMut(),
+    ) -> Result<(), IngestError> {
+        let room = Arc::new(Semaphore::new(MAX_CHUNKS_AWAITING_COMMIT));
+        let mut finishing = JoinSet::new();
+        loop {
+            while let Some(finished) = finishing.try_join_next() {
+                finished.map_err(|e| IngestError::Task(e.to_string()))??;
+                done();
+            }
+            match self.start_next(worker).await? {
+                Next::Idle => break,
+                Next::Done => done(),
+                Next::Finishing(document) => {
+                    finish_in_room(&room, document, &mut finishing).await;
+                }
+            }
+        }
+        while let Some(finished) = finishing.join_next().await {
+            finished.map_err(|e| IngestError::Task(e.to_string()))??;
+            done();
+        }
+        Ok(())
     }
 }
 

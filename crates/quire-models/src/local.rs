@@ -453,7 +453,8 @@ impl LocalEmbedder {
     }
 }
 
-/// Runs `embed_group` over `groups` on `threads` threads (this one among them), each taking
+/// Runs `embed_group` over `groups` on `threads` threads (this one among them; none is started
+/// for one), each taking
 /// the next group; the groups are the same however many threads share them, so the vectors
 /// are too. One long document thus uses every session while the other workers are idle, and
 /// shares them when they are not (a call waits for a busy session).
@@ -465,13 +466,6 @@ fn in_parallel<F>(
 where
     F: Fn(&[usize]) -> Result<Vec<(usize, Vec<f32>)>, ModelError> + Sync,
 {
-    if threads <= 1 {
-        let mut out = Vec::new();
-        for group in groups {
-            out.extend(embed_group(group)?);
-        }
-        return Ok(out);
-    }
     let next = std::sync::atomic::AtomicUsize::new(0);
     let take = || -> Result<Vec<(usize, Vec<f32>)>, ModelError> {
         let mut out = Vec::new();
@@ -484,7 +478,7 @@ where
         }
     };
     std::thread::scope(|scope| {
-        let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(take)).collect();
+        let helpers: Vec<_> = (1..threads.max(1)).map(|_| scope.spawn(take)).collect();
         let mut out = take()?;
         for helper in helpers {
             let part = helper

@@ -333,7 +333,7 @@ fn push_paragraphs(
             }
             '\u{7}' => {
                 paragraph.truncate(paragraph.trim_end().len());
-                paragraph.push_str(" | ");
+                paragraph.push_str(crate::table::CELL_SEPARATOR);
             }
             '\u{0B}' => paragraph.push('\n'),
             '\t' => paragraph.push('\t'),

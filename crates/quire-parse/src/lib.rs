@@ -46,6 +46,7 @@ pub use detect::{Format, SNIFF_BYTES, detect_format, guess_content_type};
 pub use encoding::{Decoded, decode_text};
 pub use ocr::{Ocr, OcrSettings, Probed, probe};
 pub use raster::ImageKind;
+pub use table::CELL_SEPARATOR;
 pub use text::{Extracted, markdown, plain_text};
 
 /// Formats that can be parsed, for error messages.

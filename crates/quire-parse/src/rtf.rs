@@ -248,7 +248,7 @@ impl<'a> Reader<'a> {
             "par" => self.paragraph_break(),
             "line" => self.literal('\n'),
             "tab" => self.literal('\t'),
-            "cell" => self.paragraph.push_str(" | "),
+            "cell" => self.paragraph.push_str(crate::table::CELL_SEPARATOR),
             "row" => self.end_row(),
             "page" => {
                 self.end_paragraph();

@@ -1,5 +1,9 @@
-//! Tables as text, the same for every format: a line per row, cells separated by ` | ` with
-//! their whitespace collapsed, rows without any text left out.
+//! Tables as text, the same for every format: a line per row, cells separated by
+//! [`CELL_SEPARATOR`] with their whitespace collapsed, rows without any text left out.
+
+/// Between the cells of a table row. The chunker recognises tables by it (and cuts them
+/// between rows), and a document's page text joins the cut pieces again.
+pub const CELL_SEPARATOR: &str = " | ";
 
 /// Collects the rows of one table while a parser walks it.
 #[derive(Debug, Default)]
@@ -54,7 +58,7 @@ pub(crate) fn row_line(cells: &[String]) -> Option<String> {
     cells
         .iter()
         .any(|c| !c.is_empty())
-        .then(|| cells.join(" | "))
+        .then(|| cells.join(CELL_SEPARATOR))
 }
 
 fn collapse(text: &str) -> String {

@@ -18,10 +18,9 @@ use crate::bert::BertConfig;
 /// all are busy.
 ///
 /// Why several: ingest workers each embed their own document. With one session holding every
-/// core, they took turns, and the session's threads waited at every operator for a core that
-/// parsing or indexing held. A session of one thread per worker keeps both cores busy; the
-/// gain, the memory each session costs and the unchanged latency of a lone query are measured
-/// in `docs/performance.md`, "One session per worker".
+/// core, they took turns. A session per worker, the cores shared among them, lets them embed
+/// side by side; the gain, the memory each session costs and the unchanged latency of a lone
+/// query are measured in `docs/performance.md`, "One session per worker".
 pub(crate) struct OnnxEncoder {
     sessions: Vec<Mutex<Session>>,
     /// Threads of each session.

@@ -54,7 +54,7 @@ pub(super) const COMMIT_SPACING: Spacing = Spacing {
 /// 10,000, puts every young segment of an index in one class, so each merge of eight segments
 /// copies the largest of them again: with a commit per burst of documents, ingesting SciFact
 /// (8,000 chunks) merged the growing segment hundreds of times and the merge thread took more
-/// CPU than anything but the embedder (`docs/performance.md`, "Merges"). With a small floor,
+/// CPU than anything but the embedder (`docs/performance.md`, "Merges by size"). With a small floor,
 /// segments merge with others of their own size, and each chunk is copied a few times.
 const MERGE_FLOOR_CHUNKS: u32 = 256;
 
