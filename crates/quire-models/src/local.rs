@@ -413,8 +413,8 @@ impl LocalEmbedder {
     }
 
     /// The unit-length embedding of each text, in order, for `purpose` (whose prompt the
-    /// model's configuration puts before it). Texts are embedded in batches of similar
-    /// length, so little work goes into padding.
+    /// model's configuration puts before it). Short texts of similar length share a forward
+    /// pass and long ones run alone ([`passes`]), so little work goes into padding.
     pub fn embed_for(&self, texts: &[&str], purpose: Purpose) -> Result<Vec<Vec<f32>>, ModelError> {
         let prompt = self.inner.sentence.prompt(purpose);
         let prompt_tokens = self.inner.prompt_tokens[usize::from(purpose == Purpose::Query)];
@@ -427,7 +427,7 @@ impl LocalEmbedder {
             .collect::<Result<_, _>>()?;
         let mut order: Vec<usize> = (0..sequences.len()).collect();
         order.sort_by_key(|&i| sequences[i].len());
-        let groups: Vec<&[usize]> = order.chunks(BATCH_SIZE).collect();
+        let groups = passes(&order, |i| sequences[i].len());
         let embed_group = |group: &[usize]| -> Result<Vec<(usize, Vec<f32>)>, ModelError> {
             let batch: Vec<Vec<u32>> = group.iter().map(|&i| sequences[i].clone()).collect();
             let states = match &self.inner.encoder {
@@ -490,9 +490,33 @@ where
     })
 }
 
-/// Sequences per forward pass: large enough that the projections are big products, small
-/// enough that one batch's activations stay in a few MiB.
-const BATCH_SIZE: usize = 4;
+/// The most tokens, padding included, one forward pass holds. The projections of a single
+/// sequence of this length are already products large enough for the CPU's kernels: on one
+/// thread the int8 encoder ran 256-token sequences 15 % faster one at a time than four to a
+/// pass, and 128-token ones about as fast in pairs as alone, while sequences of 16 or 32
+/// tokens gained 10–20 % from sharing a pass. Sharing also pads each sequence to the longest
+/// of its pass, which one at a time never does. See docs/performance.md, "The encoder's
+/// operators and sequences per pass".
+const PASS_TOKENS: usize = 256;
+
+/// `order` (indexes sorted by ascending `length`) cut into forward passes: each takes the next
+/// sequences while their count times the longest of them stays within [`PASS_TOKENS`]; a
+/// longer sequence gets a pass of its own. Only the lengths decide, so a call's passes, and
+/// with them its vectors, are the same however many sessions run them.
+fn passes(order: &[usize], length: impl Fn(usize) -> usize) -> Vec<&[usize]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (at, &i) in order.iter().enumerate() {
+        if at > start && (at - start + 1) * length(i) > PASS_TOKENS {
+            out.push(&order[start..at]);
+            start = at;
+        }
+    }
+    if start < order.len() {
+        out.push(&order[start..]);
+    }
+    out
+}
 
 #[async_trait]
 impl Embedder for LocalEmbedder {
@@ -571,12 +595,43 @@ mod tests {
 
     use super::*;
 
+    /// Short sequences share a pass up to the token budget; long ones run alone; every
+    /// sequence is in exactly one pass, in the order given.
+    #[test]
+    fn passes_fill_up_to_the_token_budget() {
+        let lengths = [8, 8, 8, 30, 60, 64, 100, 128, 128, 200, 256, 300];
+        let order: Vec<usize> = (0..lengths.len()).collect();
+        let passes = passes(&order, |i| lengths[i]);
+        let sizes: Vec<Vec<usize>> = passes
+            .iter()
+            .map(|pass| pass.iter().map(|&i| lengths[i]).collect())
+            .collect();
+        assert_eq!(
+            sizes,
+            vec![
+                vec![8, 8, 8, 30],
+                vec![60, 64],
+                vec![100, 128],
+                vec![128],
+                vec![200],
+                vec![256],
+                vec![300],
+            ]
+        );
+        assert!(
+            passes.iter().all(
+                |pass| pass.len() * lengths[pass[pass.len() - 1]] <= PASS_TOKENS || pass.len() == 1
+            )
+        );
+        assert!(super::passes(&[], |_| 1).is_empty());
+    }
+
     /// Groups run side by side on the threads asked for, each once, and every result comes
     /// back; a failing group fails the call.
     #[test]
     fn groups_run_side_by_side_once_each() {
         let order: Vec<usize> = (0..16).collect();
-        let groups: Vec<&[usize]> = order.chunks(BATCH_SIZE).collect();
+        let groups: Vec<&[usize]> = order.chunks(4).collect();
         let (running, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
         let embed_group = |group: &[usize]| {
             let now = running.fetch_add(1, Ordering::SeqCst) + 1;

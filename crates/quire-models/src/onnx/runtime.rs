@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ort::session::Session;
+use ort::session::builder::SessionBuilder;
 use ort::value::Tensor;
 
 use super::graph::{Linear, bert_model};
@@ -46,7 +47,9 @@ impl std::fmt::Debug for OnnxEncoder {
 static ENVIRONMENT: Mutex<Option<(&'static ort::environment::Environment, PathBuf)>> =
     Mutex::new(None);
 
-fn environment(library: &Path) -> Result<&'static ort::environment::Environment, ModelError> {
+pub(super) fn environment(
+    library: &Path,
+) -> Result<&'static ort::environment::Environment, ModelError> {
     let mut loaded = ENVIRONMENT
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -88,9 +91,25 @@ fn same_file(a: &Path, b: &Path) -> bool {
     a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
 }
 
+/// Graph fusions the sessions leave out. ONNX Runtime fuses each residual `Add` and the
+/// `LayerNormalization` after it into its `SkipLayerNormalization` kernel, which ran the int8
+/// encoder 1.25–1.33 times slower than the two operators it replaces (ONNX Runtime 1.32, one
+/// and four sequences of 214 tokens; the fused kernel took a quarter of a forward pass, the
+/// unfused pair 5 %). See docs/performance.md, "The encoder's operators and sequences per
+/// pass".
+pub(super) const UNFUSED: &str = "SkipLayerNormFusion";
+
 /// A session for the serialized model `model` on the library `library`, with `threads` threads
 /// of its own.
 pub(super) fn session(library: &Path, model: &[u8], threads: usize) -> Result<Session, ModelError> {
+    builder(library, threads)?
+        .commit_from_memory(model)
+        .map_err(|e| ModelError::Unsupported(format!("ONNX Runtime: {e}")))
+}
+
+/// The options of every session: `threads` threads of its own, no spinning, and the fusions
+/// in [`UNFUSED`] left out.
+pub(super) fn builder(library: &Path, threads: usize) -> Result<SessionBuilder, ModelError> {
     let environment = environment(library)?;
     let failed = |e: ort::Error| ModelError::Unsupported(format!("ONNX Runtime: {e}"));
     Session::builder(environment)
@@ -103,8 +122,8 @@ pub(super) fn session(library: &Path, model: &[u8], threads: usize) -> Result<Se
         // busy one, next to the search index and the HTTP server.
         .with_intra_op_spinning(false)
         .map_err(|e| failed(e.into()))?
-        .commit_from_memory(model)
-        .map_err(failed)
+        .with_disabled_optimizers(UNFUSED)
+        .map_err(|e| failed(e.into()))
 }
 
 impl OnnxEncoder {
