@@ -294,8 +294,10 @@ pub async fn fuzz(config: &Config, args: FuzzBenchArgs) -> anyhow::Result<()> {
         args.corpus.as_deref(),
         args.max_seed_kib.saturating_mul(1024),
     )?;
+    // One process per input, whatever `documents_per_worker` says: the fuzzer reads how
+    // each worker ended.
     let command = match config.parsing.isolation()? {
-        Isolation::ChildProcess(command) => command,
+        Isolation::ChildProcess(_) | Isolation::Pooled(_) => config.parsing.worker_command()?,
         Isolation::InProcess => {
             bail!("bench fuzz parses in the parse worker; set parsing.isolate = true")
         }

@@ -1,13 +1,21 @@
-//! Where a document is parsed. By default in a child process per document (`quire
-//! parse-worker`): the server kills it when the time budget runs out, the child holds its own
-//! address space to a memory budget, and a crash (a native abort, a failed allocation) fails
-//! that document instead of taking the server down. [`Isolation::InProcess`] parses on the
-//! blocking thread pool instead, for unit tests and as an opt-out.
+//! Where a document is parsed. By default in a child process (`quire parse-worker`): the server
+//! kills it when the time budget runs out, the child holds its own address space to a memory
+//! budget, and a crash (a native abort, a failed allocation) fails that document instead of
+//! taking the server down. [`Isolation::ChildProcess`] starts a process per document,
+//! [`Isolation::Pooled`] (the server's default) keeps each for several documents with the same
+//! budgets per document. [`Isolation::InProcess`] parses on the blocking thread pool instead,
+//! for unit tests and as an opt-out.
 //!
 //! The protocol is one JSON request on the child's stdin and one JSON response on its stdout;
-//! the end of its stderr is kept for the log.
+//! the end of its stderr is kept for the log. [`Isolation::Pooled`] keeps each worker process
+//! for several documents (`quire parse-worker --serve`: one request and one answer per line),
+//! which spares a process start per document; see [`WorkerPool`].
 
-use std::io::{BufWriter, Read, Write};
+mod pool;
+
+pub use pool::WorkerPool;
+
+use std::io::{BufRead, BufWriter, Read, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
@@ -38,6 +46,10 @@ pub enum Isolation {
     InProcess,
     /// In a child process per document, killed at the time budget and held to a memory budget.
     ChildProcess(WorkerCommand),
+    /// In child processes that each parse up to a number of documents one after another, with
+    /// the same time and memory budget per document and the same handling of a crash, which
+    /// also ends the process (see [`WorkerPool`]).
+    Pooled(WorkerPool),
 }
 
 /// How to start the parse worker, and how much memory it may use.
@@ -184,6 +196,7 @@ pub(crate) async fn parse_isolated(
     match isolation {
         Isolation::InProcess => in_process(job, budget, pages).await,
         Isolation::ChildProcess(command) => in_child(command, job, budget, pages).await,
+        Isolation::Pooled(pool) => pool.parse(job, budget, pages).await,
     }
 }
 
@@ -490,41 +503,73 @@ async fn read_capped(stream: Option<impl AsyncRead + Unpin>, cap: u64) -> std::i
     Ok(Capped::Whole(bytes))
 }
 
-/// Reads `stream` to its end, keeping only the last `keep` bytes.
+/// Reads `stream` to its end, keeping only the last `keep` bytes; page lines go to `pages`.
 async fn read_stderr(
     stream: Option<impl AsyncRead + Unpin>,
     keep: usize,
     pages: &PagesRead,
 ) -> Vec<u8> {
-    let mut tail = Vec::new();
-    let Some(mut stream) = stream else {
-        return tail;
-    };
+    let mut tail = StderrTail::new(keep);
+    if let Some(stream) = stream {
+        stderr_lines(stream, |line| match page_report(line) {
+            Some(report) => {
+                pages.send_replace(Some(report));
+            }
+            None => tail.push(line),
+        })
+        .await;
+    }
+    tail.into_bytes()
+}
+
+/// Reads `stream` to its end, handing each line to `line_read` (a line longer than any page
+/// line in pieces: page lines are short, anything longer is log text).
+async fn stderr_lines(mut stream: impl AsyncRead + Unpin, mut line_read: impl FnMut(&[u8])) {
     let mut buffer = [0_u8; 8192];
-    // Bytes of a line not yet ended; page lines are short, anything longer is log text.
     let mut line = Vec::new();
     while let Ok(n @ 1..) = stream.read(&mut buffer).await {
         for &byte in &buffer[..n] {
             line.push(byte);
             if byte == b'\n' || line.len() > 4 * PAGE_LINE.len() {
-                match page_report(&line) {
-                    Some(report) => {
-                        pages.send_replace(Some(report));
-                    }
-                    None => tail.extend_from_slice(&line),
-                }
+                line_read(&line);
                 line.clear();
             }
         }
-        if tail.len() > 2 * keep {
-            tail.drain(..tail.len() - keep);
+    }
+    if !line.is_empty() {
+        line_read(&line);
+    }
+}
+
+/// The last bytes of a worker's log lines.
+#[derive(Debug)]
+struct StderrTail {
+    bytes: Vec<u8>,
+    keep: usize,
+}
+
+impl StderrTail {
+    fn new(keep: usize) -> Self {
+        Self {
+            bytes: Vec::new(),
+            keep,
         }
     }
-    tail.extend_from_slice(&line);
-    if tail.len() > keep {
-        tail.drain(..tail.len() - keep);
+
+    fn push(&mut self, line: &[u8]) {
+        self.bytes.extend_from_slice(line);
+        // Trimmed in steps, not at every line.
+        if self.bytes.len() > 2 * self.keep {
+            self.bytes.drain(..self.bytes.len() - self.keep);
+        }
     }
-    tail
+
+    fn into_bytes(mut self) -> Vec<u8> {
+        if self.bytes.len() > self.keep {
+            self.bytes.drain(..self.bytes.len() - self.keep);
+        }
+        self.bytes
+    }
 }
 
 /// `(done, total)` from a worker's page line (`quire-parse-pages 3/12`), `None` for any other
@@ -626,6 +671,43 @@ pub fn run_parse_worker(input: impl Read, output: impl Write) -> Result<(), Work
     serve_request(input, output, limit_resources)
 }
 
+/// The child side of [`Isolation::Pooled`] (`quire parse-worker --serve`): answers requests,
+/// one JSON line each on `input`, with one JSON line each on `output`, until `input` ends. The
+/// limits are set again before each document from the process's size and CPU time at that
+/// moment, so every document has its whole budget, whatever the ones before it left behind.
+pub fn serve_parse_requests(input: impl BufRead, output: impl Write) -> Result<(), WorkerError> {
+    serve_lines(input, output, limit_resources)
+}
+
+fn serve_lines(
+    mut input: impl BufRead,
+    output: impl Write,
+    mut limit: impl FnMut(Budgets) -> Result<(), WorkerError>,
+) -> Result<(), WorkerError> {
+    let mut output = BufWriter::new(output);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let read = (&mut input)
+            .take(MAX_REQUEST_BYTES)
+            .read_until(b'\n', &mut line)
+            .map_err(|e| WorkerError::Request(serde_json::Error::io(e)))?;
+        if read == 0 {
+            return Ok(());
+        }
+        let request: WorkerRequest = serde_json::from_slice(&line).map_err(WorkerError::Request)?;
+        limit(request.budgets)?;
+        let response =
+            quire_parse::progress::observe(report_pages_on_stderr(), || parse_job(&request.job));
+        serde_json::to_writer(&mut output, &response)
+            .map_err(|e| WorkerError::Response(e.into()))?;
+        output
+            .write_all(b"\n")
+            .and_then(|()| output.flush())
+            .map_err(WorkerError::Response)?;
+    }
+}
+
 fn serve_request(
     input: impl Read,
     output: impl Write,
@@ -642,12 +724,14 @@ fn serve_request(
 }
 
 /// Sets RLIMIT_AS to the present virtual size plus the memory budget, so the budget means
-/// memory for this document whatever the size of the binary and its libraries, and RLIMIT_CPU
-/// to the CPU budget. Only the soft limits are lowered.
+/// memory for this document whatever the size of the binary and its libraries (and, in a
+/// worker that lives across documents, whatever the documents before it left), and RLIMIT_CPU
+/// to the CPU time used so far plus the CPU budget. Only the soft limits are changed, never
+/// past the hard ones.
 #[cfg(unix)]
 fn limit_resources(budgets: Budgets) -> Result<(), WorkerError> {
     use rlimit::Resource;
-    let lower = |resource: Resource, soft: u64| {
+    let set_soft = |resource: Resource, soft: u64| {
         let (_, hard) = resource.get()?;
         resource.set(soft.min(hard), hard)
     };
@@ -656,11 +740,14 @@ fn limit_resources(budgets: Budgets) -> Result<(), WorkerError> {
         let current = virtual_size(&status).ok_or_else(|| {
             WorkerError::Limit(std::io::Error::other("no VmSize in /proc/self/status"))
         })?;
-        lower(Resource::AS, current.saturating_add(budgets.memory_bytes))
+        set_soft(Resource::AS, current.saturating_add(budgets.memory_bytes))
             .map_err(WorkerError::Limit)?;
     }
     if budgets.cpu_seconds > 0 {
-        lower(Resource::CPU, budgets.cpu_seconds).map_err(WorkerError::Limit)?;
+        let used = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+        let used = u64::try_from(used.tv_sec).unwrap_or(0).saturating_add(1);
+        set_soft(Resource::CPU, used.saturating_add(budgets.cpu_seconds))
+            .map_err(WorkerError::Limit)?;
     }
     Ok(())
 }
@@ -687,7 +774,8 @@ mod tests {
 
     use super::*;
 
-    fn job(path: &Path, name: &str) -> ParseJob {
+    /// A job for the file at `path`, named `name`, with the default settings.
+    pub(super) fn job(path: &Path, name: &str) -> ParseJob {
         ParseJob {
             path: path.to_path_buf(),
             name: name.into(),
@@ -852,6 +940,50 @@ mod tests {
             interpret(16 * MIB, exited_ok(), &answer, "").0,
             Err("the stored original file could not be read".into())
         );
+    }
+
+    /// The serving worker answers each request on a line of its own, as the one-shot worker
+    /// would, sets its limits again before each, and stops when its input ends.
+    #[test]
+    fn the_serving_worker_answers_one_line_per_request_until_its_input_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let (good, image) = (dir.path().join("good"), dir.path().join("gif"));
+        std::fs::write(&good, "# Pump\n\nPrime it.").unwrap();
+        std::fs::write(&image, b"GIF89a rest").unwrap();
+        let command = WorkerCommand {
+            program: "quire".into(),
+            args: Vec::new(),
+            memory_limit_bytes: 16 * MIB,
+        };
+        let jobs = [job(&good, "a.md"), job(&image, "a.gif"), job(&good, "b.md")];
+        let mut input = Vec::new();
+        for job in jobs.clone() {
+            input.extend(request_bytes(&command, job, Duration::from_secs(300)).unwrap());
+            input.push(b'\n');
+        }
+        let (mut limited, mut out) = (0, Vec::new());
+        serve_lines(input.as_slice(), &mut out, |_| {
+            limited += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(limited, 3, "the limits are set before every document");
+        let answers: Vec<&[u8]> = out.split_inclusive(|&b| b == b'\n').collect();
+        assert_eq!(answers.len(), 3);
+        for (job, answer) in jobs.iter().zip(answers) {
+            assert!(answer.ends_with(b"\n"));
+            assert_eq!(
+                interpret(16 * MIB, exited_ok(), answer, "").0,
+                interpret(16 * MIB, exited_ok(), &serve_here(job.clone()), "").0,
+            );
+        }
+        // A request that is not one fails the worker, after the answers before it.
+        let mut out = Vec::new();
+        let mut input = request_bytes(&command, jobs[0].clone(), Duration::from_secs(9)).unwrap();
+        input.extend_from_slice(b"\n{\"job\": 1}\n");
+        let result = serve_lines(input.as_slice(), &mut out, |_| Ok(()));
+        assert!(matches!(result, Err(WorkerError::Request(_))), "{result:?}");
+        assert_eq!(out.iter().filter(|&&b| b == b'\n').count(), 1);
     }
 
     #[test]

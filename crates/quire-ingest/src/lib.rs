@@ -23,8 +23,8 @@ pub use context::document_title;
 pub use finish::Finishing;
 pub use follow::{FEED_POSITION, FeedFollower};
 pub use isolation::{
-    Isolation, ParseJob, WorkerCommand, WorkerEnd, WorkerError, WorkerRun, run_parse_worker,
-    run_worker,
+    Isolation, ParseJob, WorkerCommand, WorkerEnd, WorkerError, WorkerPool, WorkerRun,
+    run_parse_worker, run_worker, serve_parse_requests,
 };
 pub use originals::{StageError, StagedFile, StagedUpload, Staging, StagingLimits};
 pub use pipeline::{OutputLimits, Processed, ProcessingError, process_file};

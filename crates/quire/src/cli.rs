@@ -83,7 +83,11 @@ enum Command {
     },
     /// Parse one document for the server: a JSON request on stdin, the answer on stdout.
     #[command(hide = true)]
-    ParseWorker,
+    ParseWorker {
+        /// Parse documents until stdin ends: a request per line, an answer per line.
+        #[arg(long)]
+        serve: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -256,8 +260,8 @@ pub fn main() -> ExitCode {
     // PostgreSQL's server does the same.
     rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
     let cli = Cli::parse();
-    if let Command::ParseWorker = cli.command {
-        return parse_worker();
+    if let Command::ParseWorker { serve } = cli.command {
+        return parse_worker(serve);
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -466,15 +470,21 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             command: ModelCommand::Fetch(args),
         } => crate::model_fetch::fetch(args).await,
         // Handled in `main`, before the runtime starts.
-        Command::ParseWorker => Ok(()),
+        Command::ParseWorker { .. } => Ok(()),
     }
 }
 
-/// `quire parse-worker`, started by the server for each document. It runs before the async
-/// runtime and reads no configuration: the memory limit covers the whole process, so nothing
-/// else should have started, and stdout carries the answer, so nothing else may write there.
-fn parse_worker() -> ExitCode {
-    match quire_ingest::run_parse_worker(std::io::stdin().lock(), std::io::stdout().lock()) {
+/// `quire parse-worker`, started by the server for a document (`--serve`: for one document
+/// after another). It runs before the async runtime and reads no configuration: the memory
+/// limit covers the whole process, so nothing else should have started, and stdout carries
+/// the answers, so nothing else may write there.
+fn parse_worker(serve: bool) -> ExitCode {
+    let (input, output) = (std::io::stdin().lock(), std::io::stdout().lock());
+    let served = match serve {
+        true => quire_ingest::serve_parse_requests(input, output),
+        false => quire_ingest::run_parse_worker(input, output),
+    };
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: parse worker: {e}");

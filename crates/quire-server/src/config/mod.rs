@@ -473,7 +473,7 @@ pub(crate) mod tests {
         let parsed: Config = toml::from_str(&text).unwrap();
         assert_eq!(parsed, Config::default());
         assert!(
-            text.contains("memory_limit_mb = 1024\n# worker_program = "),
+            text.contains("documents_per_worker = 100\n# worker_program = "),
             "unset keys are shown commented out in their table:\n{text}"
         );
         assert!(
