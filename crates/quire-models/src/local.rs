@@ -344,19 +344,23 @@ impl LocalEmbedder {
 
     /// The engine running the model: `candle`, or `onnxruntime`, the precision of its linear
     /// layers, the library's path and its sessions (`onnxruntime int8
-    /// (/…/libonnxruntime.so), 2 sessions of 1 thread`).
+    /// (/…/libonnxruntime.so), 2 sessions of 1 thread`; `3 sessions of 2 or 3 threads` where the
+    /// cores do not divide evenly).
     pub fn engine(&self) -> String {
         match &self.inner.encoder {
             Encoder::Candle(_) => "candle".into(),
             Encoder::OnnxRuntime(e) => {
                 let sessions = e.sessions();
-                let threads = e.threads();
+                let threads = match e.threads() {
+                    (1, 1) => "1 thread".to_owned(),
+                    (fewest, most) if fewest == most => format!("{most} threads"),
+                    (fewest, most) => format!("{fewest} or {most} threads"),
+                };
                 format!(
-                    "onnxruntime {} ({}), {sessions} session{} of {threads} thread{}",
+                    "onnxruntime {} ({}), {sessions} session{} of {threads}",
                     self.precision().as_str(),
                     e.library().display(),
                     if sessions == 1 { "" } else { "s" },
-                    if threads == 1 { "" } else { "s" },
                 )
             }
         }

@@ -24,8 +24,8 @@ use crate::bert::BertConfig;
 /// query are measured in `docs/performance.md`, "One session per worker".
 pub(crate) struct OnnxEncoder {
     sessions: Vec<Mutex<Session>>,
-    /// Threads of each session.
-    threads: usize,
+    /// The fewest and the most threads of a session.
+    threads: (usize, usize),
     /// Where the next call starts looking for a free session, so calls spread over them.
     next: AtomicUsize,
     library: PathBuf,
@@ -91,6 +91,17 @@ fn same_file(a: &Path, b: &Path) -> bool {
     a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
 }
 
+/// The threads of each of `sessions` sessions (at least one, at most one per core) sharing
+/// `cores` cores: every core goes to a session, the first ones getting one more where the
+/// cores do not divide evenly (3 sessions on 8 cores: 3, 3 and 2).
+fn threads_per_session(cores: usize, sessions: usize) -> Vec<usize> {
+    let cores = cores.max(1);
+    let sessions = sessions.clamp(1, cores);
+    (0..sessions)
+        .map(|i| cores / sessions + usize::from(i < cores % sessions))
+        .collect()
+}
+
 /// Graph fusions the sessions leave out. ONNX Runtime fuses each residual `Add` and the
 /// `LayerNormalization` after it into its `SkipLayerNormalization` kernel, which ran the int8
 /// encoder 1.25–1.33 times slower than the two operators it replaces (ONNX Runtime 1.32, one
@@ -142,13 +153,13 @@ impl OnnxEncoder {
         let model = bert_model(weights, config, linear)?;
         // More sessions than cores would only make their threads take turns on the cores.
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        let sessions = sessions.clamp(1, cores);
-        let threads = cores / sessions;
+        let threads = threads_per_session(cores, sessions);
         Ok(Self {
-            sessions: (0..sessions)
-                .map(|_| session(library, &model, threads).map(Mutex::new))
+            sessions: threads
+                .iter()
+                .map(|&threads| session(library, &model, threads).map(Mutex::new))
                 .collect::<Result<_, _>>()?,
-            threads,
+            threads: (threads[threads.len() - 1], threads[0]),
             next: AtomicUsize::new(0),
             library: library.to_owned(),
             linear,
@@ -160,8 +171,9 @@ impl OnnxEncoder {
         self.sessions.len()
     }
 
-    /// How many threads each session computes a call with.
-    pub(crate) fn threads(&self) -> usize {
+    /// The fewest and the most threads a session computes a call with (the same unless the
+    /// cores do not divide among the sessions).
+    pub(crate) fn threads(&self) -> (usize, usize) {
         self.threads
     }
 
@@ -227,5 +239,24 @@ impl OnnxEncoder {
             }
         }
         self.sessions[start].lock().map_err(panicked)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::threads_per_session;
+
+    #[test]
+    fn every_core_goes_to_a_session() {
+        assert_eq!(threads_per_session(2, 2), [1, 1]);
+        assert_eq!(
+            threads_per_session(2, 3),
+            [1, 1],
+            "at most a session per core"
+        );
+        assert_eq!(threads_per_session(8, 3), [3, 3, 2]);
+        assert_eq!(threads_per_session(4, 3), [2, 1, 1]);
+        assert_eq!(threads_per_session(8, 2), [4, 4]);
+        assert_eq!(threads_per_session(1, 0), [1], "at least one session");
     }
 }

@@ -6,7 +6,10 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct WorkersConfig {
-    /// Documents processed at the same time (0 disables processing in this process).
+    /// Documents processed at the same time (0 disables processing in this process). With the
+    /// local model on ONNX Runtime, also its sessions, at most one per core: on 2 cores the
+    /// default of 3 runs 2 sessions, and the third worker parses and stores while the other two
+    /// embed, so the model does not wait for them.
     pub count: usize,
     /// How often idle workers look for jobs, in milliseconds.
     pub poll_interval_ms: u64,
@@ -28,7 +31,7 @@ pub struct WorkersConfig {
 impl Default for WorkersConfig {
     fn default() -> Self {
         Self {
-            count: 2,
+            count: 3,
             poll_interval_ms: 1000,
             lease_seconds: 600,
             max_attempts: 3,
