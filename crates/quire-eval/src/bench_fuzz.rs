@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Args;
-use quire_ingest::{Isolation, ParseJob, WorkerCommand, WorkerEnd, WorkerRun, run_worker};
+use quire_ingest::{ParseJob, WorkerCommand, WorkerEnd, WorkerRun, run_worker};
 use quire_server::Config;
 
 use self::mutate::{Mutant, generator, mutate};
@@ -294,14 +294,12 @@ pub async fn fuzz(config: &Config, args: FuzzBenchArgs) -> anyhow::Result<()> {
         args.corpus.as_deref(),
         args.max_seed_kib.saturating_mul(1024),
     )?;
+    if !config.parsing.isolate {
+        bail!("bench fuzz parses in the parse worker; set parsing.isolate = true");
+    }
     // One process per input, whatever `documents_per_worker` says: the fuzzer reads how
     // each worker ended.
-    let command = match config.parsing.isolation()? {
-        Isolation::ChildProcess(_) | Isolation::Pooled(_) => config.parsing.worker_command()?,
-        Isolation::InProcess => {
-            bail!("bench fuzz parses in the parse worker; set parsing.isolate = true")
-        }
-    };
+    let command = config.parsing.worker_command()?;
     let seed = args.seed.unwrap_or_else(clock_seed);
     if let Some(dir) = &args.save_findings {
         std::fs::create_dir_all(dir)

@@ -7,9 +7,8 @@
 //! for unit tests and as an opt-out.
 //!
 //! The protocol is one JSON request on the child's stdin and one JSON response on its stdout;
-//! the end of its stderr is kept for the log. [`Isolation::Pooled`] keeps each worker process
-//! for several documents (`quire parse-worker --serve`: one request and one answer per line),
-//! which spares a process start per document; see [`WorkerPool`].
+//! the end of its stderr is kept for the log. A pooled worker (`quire parse-worker --serve`)
+//! takes one request and gives one answer per line; see [`WorkerPool`].
 
 mod pool;
 
@@ -24,7 +23,7 @@ use std::time::Duration;
 use quire_parse::{OcrSettings, ParseLimits};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::Command;
+use tokio::process::{Child, Command};
 
 use crate::chunker::ChunkingParams;
 use crate::pipeline::{OutputLimits, Processed, ProcessingError, process_file};
@@ -301,24 +300,9 @@ async fn run_child(
             return WorkerRun::without_worker(Err(e), WorkerEnd::Crashed { how });
         }
     };
-    let mut child = match Command::new(&command.program)
-        .args(&command.args)
-        // The worker reads hostile files: it gets none of the server's environment (the admin
-        // password, model and S3 keys, the database URL). It needs none: its request comes on
-        // stdin and names the one file it may open.
-        .env_clear()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-    {
+    let mut child = match spawn_worker(command) {
         Ok(child) => child,
         Err(e) => {
-            tracing::error!(
-                program = %command.program.display(), error = %e,
-                "could not start the parse worker"
-            );
             let how = format!("could not start the parse worker: {e}");
             return WorkerRun::without_worker(Err(CRASHED.into()), WorkerEnd::Crashed { how });
         }
@@ -362,14 +346,9 @@ async fn run_child(
     let response = match response {
         Ok(Capped::Whole(bytes)) => bytes,
         Ok(Capped::TooLong) => {
-            // The worker checks the text itself; an answer this long means it did not.
-            tracing::warn!("the parse worker's answer passed the cap; it was stopped");
             let _ = child.kill().await;
             return WorkerRun {
-                result: Err(ProcessingError::TextTooLarge {
-                    limit: output.max_text_bytes,
-                }
-                .to_string()),
+                result: Err(answer_past_the_cap(output)),
                 end: WorkerEnd::Crashed {
                     how: "its answer passed the cap".into(),
                 },
@@ -387,6 +366,38 @@ async fn run_child(
         end,
         stderr,
     }
+}
+
+/// Starts a worker process by `command`, its stdin, stdout and stderr piped to this one, killed
+/// if its handle is dropped; a failure to start is logged.
+fn spawn_worker(command: &WorkerCommand) -> std::io::Result<Child> {
+    Command::new(&command.program)
+        .args(&command.args)
+        // The worker reads hostile files: it gets none of the server's environment (the admin
+        // password, model and S3 keys, the database URL). It needs none: its request comes on
+        // stdin and names the one file it may open.
+        .env_clear()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .inspect_err(|e| {
+            tracing::error!(
+                program = %command.program.display(), error = %e,
+                "could not start the parse worker"
+            );
+        })
+}
+
+/// The document's error when a worker's answer ran past its cap ([`response_cap`]).
+fn answer_past_the_cap(output: OutputLimits) -> String {
+    // The worker checks the text itself; an answer this long means it did not.
+    tracing::warn!("the parse worker's answer passed the cap; it was stopped");
+    ProcessingError::TextTooLarge {
+        limit: output.max_text_bytes,
+    }
+    .to_string()
 }
 
 fn request_bytes(
@@ -422,12 +433,7 @@ fn interpret(
             if !status.success() {
                 tracing::warn!(%status, stderr, "the parse worker answered, then exited abnormally");
             }
-            let end = match &response {
-                WorkerResponse::Failed { message, .. } if message == CRASHED => WorkerEnd::Panicked,
-                WorkerResponse::OutOfMemory => WorkerEnd::OutOfMemory,
-                WorkerResponse::Processed(_) | WorkerResponse::Failed { .. } => WorkerEnd::Answered,
-            };
-            (response.into_result(memory_limit_bytes), end)
+            response.answered(memory_limit_bytes)
         }
         Err(_) if !status.success() && allocation_failed(stderr) => {
             tracing::debug!(%status, stderr, "the parse worker ran out of memory");
@@ -511,13 +517,7 @@ async fn read_stderr(
 ) -> Vec<u8> {
     let mut tail = StderrTail::new(keep);
     if let Some(stream) = stream {
-        stderr_lines(stream, |line| match page_report(line) {
-            Some(report) => {
-                pages.send_replace(Some(report));
-            }
-            None => tail.push(line),
-        })
-        .await;
+        stderr_lines(stream, |line| tail.route(line, Some(pages))).await;
     }
     tail.into_bytes()
 }
@@ -553,6 +553,18 @@ impl StderrTail {
         Self {
             bytes: Vec::new(),
             keep,
+        }
+    }
+
+    /// Sends a page line to `pages` (dropped when nobody watches), and keeps any other line.
+    fn route(&mut self, line: &[u8], pages: Option<&PagesRead>) {
+        match page_report(line) {
+            Some(report) => {
+                if let Some(pages) = pages {
+                    pages.send_replace(Some(report));
+                }
+            }
+            None => self.push(line),
         }
     }
 
@@ -594,6 +606,17 @@ fn report_pages_on_stderr() -> impl FnMut(u32, u32) {
 }
 
 impl WorkerResponse {
+    /// The document's result, and how the worker ended: [`WorkerEnd::Answered`] only for a
+    /// parsed document or the document's own failure, which leave the worker sound.
+    fn answered(self, memory_limit_bytes: u64) -> (Result<Processed, String>, WorkerEnd) {
+        let end = match &self {
+            WorkerResponse::Failed { message, .. } if message == CRASHED => WorkerEnd::Panicked,
+            WorkerResponse::OutOfMemory => WorkerEnd::OutOfMemory,
+            WorkerResponse::Processed(_) | WorkerResponse::Failed { .. } => WorkerEnd::Answered,
+        };
+        (self.into_result(memory_limit_bytes), end)
+    }
+
     fn into_result(self, memory_limit_bytes: u64) -> Result<Processed, String> {
         match self {
             WorkerResponse::Processed(processed) => Ok(processed),
@@ -696,11 +719,7 @@ fn serve_lines(
             return Ok(());
         }
         let request: WorkerRequest = serde_json::from_slice(&line).map_err(WorkerError::Request)?;
-        limit(request.budgets)?;
-        let response =
-            quire_parse::progress::observe(report_pages_on_stderr(), || parse_job(&request.job));
-        serde_json::to_writer(&mut output, &response)
-            .map_err(|e| WorkerError::Response(e.into()))?;
+        answer_request(request, &mut limit, &mut output)?;
         output
             .write_all(b"\n")
             .and_then(|()| output.flush())
@@ -715,12 +734,22 @@ fn serve_request(
 ) -> Result<(), WorkerError> {
     let request: WorkerRequest =
         serde_json::from_reader(input.take(MAX_REQUEST_BYTES)).map_err(WorkerError::Request)?;
+    let mut output = BufWriter::new(output);
+    answer_request(request, limit, &mut output)?;
+    output.flush().map_err(WorkerError::Response)
+}
+
+/// Sets the limits `request` asks for, parses its document, reporting pages on stderr, and
+/// writes the answer to `output`.
+fn answer_request(
+    request: WorkerRequest,
+    limit: impl FnOnce(Budgets) -> Result<(), WorkerError>,
+    output: &mut impl Write,
+) -> Result<(), WorkerError> {
     limit(request.budgets)?;
     let response =
         quire_parse::progress::observe(report_pages_on_stderr(), || parse_job(&request.job));
-    let mut output = BufWriter::new(output);
-    serde_json::to_writer(&mut output, &response).map_err(|e| WorkerError::Response(e.into()))?;
-    output.flush().map_err(WorkerError::Response)
+    serde_json::to_writer(output, &response).map_err(|e| WorkerError::Response(e.into()))
 }
 
 /// Sets RLIMIT_AS to the present virtual size plus the memory budget, so the budget means

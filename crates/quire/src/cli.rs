@@ -81,7 +81,8 @@ enum Command {
         #[command(subcommand)]
         command: ModelCommand,
     },
-    /// Parse one document for the server: a JSON request on stdin, the answer on stdout.
+    /// Parse documents for the server: a JSON request on stdin, the answer on stdout (with
+    /// `--serve`, one of each per line until stdin ends).
     #[command(hide = true)]
     ParseWorker {
         /// Parse documents until stdin ends: a request per line, an answer per line.
@@ -480,9 +481,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 /// the answers, so nothing else may write there.
 fn parse_worker(serve: bool) -> ExitCode {
     let (input, output) = (std::io::stdin().lock(), std::io::stdout().lock());
-    let served = match serve {
-        true => quire_ingest::serve_parse_requests(input, output),
-        false => quire_ingest::run_parse_worker(input, output),
+    let served = if serve {
+        quire_ingest::serve_parse_requests(input, output)
+    } else {
+        quire_ingest::run_parse_worker(input, output)
     };
     match served {
         Ok(()) => ExitCode::SUCCESS,

@@ -23,12 +23,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::process::{Child, ChildStdin, ChildStdout};
 
 use super::{
-    CRASHED, Capped, PagesRead, ParseJob, Processed, ProcessingError, STDERR_TAIL_BYTES,
-    StderrTail, WorkerCommand, WorkerEnd, WorkerResponse, interpret, over_time, page_report,
-    request_bytes, response_cap, stderr_lines,
+    CRASHED, Capped, PagesRead, ParseJob, Processed, STDERR_TAIL_BYTES, StderrTail, WorkerCommand,
+    WorkerEnd, WorkerResponse, answer_past_the_cap, interpret, over_time, request_bytes,
+    response_cap, spawn_worker, stderr_lines,
 };
 
 /// How long a worker that stopped answering gets to exit, and its stderr to end, before it is
@@ -102,36 +102,27 @@ impl WorkerPool {
                     // Not the protocol's answer: the worker is stopped and the document fails
                     // as a crash, as for a process per document.
                     let _ = worker.child.start_kill();
-                    return worker.end(&bytes, memory_limit).await.0;
+                    return worker.end(&bytes, memory_limit).await;
                 };
                 worker.served += 1;
-                let sound = match &response {
-                    WorkerResponse::Processed(_) => true,
-                    WorkerResponse::Failed { message, .. } => message != CRASHED,
-                    WorkerResponse::OutOfMemory => false,
-                };
+                let (result, end) = response.answered(memory_limit);
                 worker.watch(None);
-                if sound && worker.served < self.0.documents_per_worker {
+                if end == WorkerEnd::Answered && worker.served < self.0.documents_per_worker {
                     self.give_back(worker);
                 }
                 // Otherwise dropped: its stdin closes, and it is killed if it has not exited.
-                response.into_result(memory_limit)
+                result
             }
             Ok(Capped::TooLong) => {
-                // The worker checks the text itself; an answer this long means it did not.
-                tracing::warn!("the parse worker's answer passed the cap; it was stopped");
                 worker.kill().await;
-                Err(ProcessingError::TextTooLarge {
-                    limit: output.max_text_bytes,
-                }
-                .to_string())
+                Err(answer_past_the_cap(output))
             }
             // Its stdout ended before a whole answer, or a pipe broke: the worker died, and its
             // exit status and stderr say how.
-            Ok(Capped::Whole(partial)) => worker.end(&partial, memory_limit).await.0,
+            Ok(Capped::Whole(partial)) => worker.end(&partial, memory_limit).await,
             Err(e) => {
                 tracing::debug!(error = %e, "the parse worker's pipes closed");
-                worker.end(&[], memory_limit).await.0
+                worker.end(&[], memory_limit).await
             }
         }
     }
@@ -196,23 +187,7 @@ struct StderrState {
 
 impl Worker {
     fn start(command: &WorkerCommand) -> Result<Self, String> {
-        let spawned = Command::new(&command.program)
-            .args(&command.args)
-            // As for a process per document: the worker reads hostile files, so it gets none
-            // of the server's environment.
-            .env_clear()
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .spawn();
-        let mut child = spawned.map_err(|e| {
-            tracing::error!(
-                program = %command.program.display(), error = %e,
-                "could not start the parse worker"
-            );
-            CRASHED.to_owned()
-        })?;
+        let mut child = spawn_worker(command).map_err(|_| CRASHED.to_owned())?;
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
@@ -226,14 +201,8 @@ impl Worker {
         let shared = Arc::clone(&state);
         let stderr_task = tokio::spawn(async move {
             stderr_lines(stderr, |line| {
-                let mut state = shared.lock().unwrap_or_else(PoisonError::into_inner);
-                match (page_report(line), &state.pages) {
-                    (Some(report), Some(pages)) => {
-                        pages.send_replace(Some(report));
-                    }
-                    (Some(_), None) => {}
-                    (None, _) => state.tail.push(line),
-                }
+                let state = &mut *shared.lock().unwrap_or_else(PoisonError::into_inner);
+                state.tail.route(line, state.pages.as_ref());
             })
             .await;
         });
@@ -265,30 +234,19 @@ impl Worker {
     /// The document's result from a worker that stopped answering (`stdout` is what it wrote
     /// of its answer): waits for it to exit, killing it after a grace period, and reads its
     /// exit status and the end of its stderr as for a process per document.
-    async fn end(
-        mut self,
-        stdout: &[u8],
-        memory_limit: u64,
-    ) -> (Result<Processed, String>, WorkerEnd) {
+    async fn end(mut self, stdout: &[u8], memory_limit: u64) -> Result<Processed, String> {
         let status = match tokio::time::timeout(EXIT_GRACE, self.child.wait()).await {
-            Ok(Ok(status)) => status,
-            Ok(Err(e)) => {
-                tracing::error!(error = %e, "could not wait for the parse worker");
-                let how = format!("could not wait for the parse worker: {e}");
-                return (Err(CRASHED.into()), WorkerEnd::Crashed { how });
-            }
+            Ok(status) => status,
+            // Alive but silent on stdout: the answer was not the protocol's.
             Err(_) => {
-                // Alive but silent on stdout: the answer was not the protocol's.
-                let _ = self.child.kill().await;
-                match self.child.wait().await {
-                    Ok(status) => status,
-                    Err(e) => {
-                        let how = format!("could not wait for the parse worker: {e}");
-                        return (Err(CRASHED.into()), WorkerEnd::Crashed { how });
-                    }
-                }
+                let _ = self.child.start_kill();
+                self.child.wait().await
             }
         };
+        let status = status.map_err(|e| {
+            tracing::error!(error = %e, "could not wait for the parse worker");
+            CRASHED.to_owned()
+        })?;
         // Its stderr ends with it, unless a program it started still holds it open.
         if tokio::time::timeout(EXIT_GRACE, &mut self.stderr_task)
             .await
@@ -301,7 +259,7 @@ impl Worker {
             std::mem::replace(&mut state.tail, StderrTail::new(0)).into_bytes()
         };
         let stderr = String::from_utf8_lossy(&tail).trim().to_owned();
-        interpret(memory_limit, status, stdout, &stderr)
+        interpret(memory_limit, status, stdout, &stderr).0
     }
 }
 
