@@ -14,6 +14,16 @@ use crate::{ClaimedJob, FinishOutcome, ProcessedDocument, StoreResult};
 /// statement, and a document of the largest allowed size is written in a few hundred statements.
 const CHUNK_ROWS_PER_INSERT: usize = 500;
 
+/// The oldest runnable job (`?3`: now): queued and due, or running with its lease run out.
+/// Read in `jobs_by_age` order (schema v11), so the first runnable row ends the search; left to
+/// itself, SQLite finds the two kinds of row through `jobs_runnable` and sorts every queued job.
+const NEXT_JOB: &str = "SELECT id FROM jobs INDEXED BY jobs_by_age
+     WHERE state IN ('queued', 'running')
+       AND ((state = 'queued' AND run_after <= ?3)
+            OR (state = 'running' AND lease_expires_at < ?3))
+     ORDER BY created_at, rowid
+     LIMIT 1";
+
 pub(super) async fn claim(
     pool: &SqlitePool,
     worker: &str,
@@ -34,18 +44,13 @@ pub(super) async fn claim(
         return Ok(None);
     }
     let mut tx = pool.begin().await?;
-    let row = sqlx::query(
+    let row = sqlx::query(&format!(
         "UPDATE jobs
          SET state = 'running', attempts = attempts + 1, lease_owner = ?1,
              lease_expires_at = ?2, updated_at = ?3
-         WHERE id = (
-             SELECT id FROM jobs
-             WHERE (state = 'queued' AND run_after <= ?3)
-                OR (state = 'running' AND lease_expires_at < ?3)
-             ORDER BY created_at, rowid
-             LIMIT 1)
-         RETURNING id, document_id, attempts",
-    )
+         WHERE id = ({NEXT_JOB})
+         RETURNING id, document_id, attempts"
+    ))
     .bind(worker)
     .bind(codec::millis(lease_until))
     .bind(now_ms)
@@ -290,4 +295,35 @@ pub(super) async fn pending_count(pool: &SqlitePool) -> StoreResult<u64> {
         .await?
         .try_get("n")?;
     Ok(codec::count(n))
+}
+
+#[cfg(test)]
+mod tests {
+    use sqlx::Row;
+    use sqlx::sqlite::SqlitePoolOptions;
+
+    use super::NEXT_JOB;
+
+    /// A claim reads the queue in age order and stops at the first runnable job: no sort of
+    /// every queued job, which made each claim cost a millisecond per 5,000 queued jobs.
+    #[tokio::test]
+    async fn a_claim_reads_the_queue_in_age_order_without_sorting_it() {
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect("sqlite::memory:")
+            .await
+            .unwrap();
+        super::super::migrations::run(&pool).await.unwrap();
+        let plan: Vec<String> = sqlx::query(&format!("EXPLAIN QUERY PLAN {NEXT_JOB}"))
+            .bind(0)
+            .bind(0)
+            .bind(0)
+            .fetch_all(&pool)
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| row.get("detail"))
+            .collect();
+        assert_eq!(plan, ["SCAN jobs USING INDEX jobs_by_age"], "{plan:?}");
+    }
 }
