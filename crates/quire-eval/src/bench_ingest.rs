@@ -16,6 +16,7 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use clap::Args;
+use futures_util::StreamExt;
 use quire_app::Services;
 use quire_core::DocumentId;
 use quire_core::embed::Purpose;
@@ -49,6 +50,10 @@ pub struct IngestBenchArgs {
     /// Files per bulk-upload request (at most the configured `limits.max_bulk_files`).
     #[arg(long, default_value_t = 100)]
     batch: usize,
+    /// Bulk-upload requests in flight at once, as a client with several connections sends
+    /// them (1: one after another).
+    #[arg(long, default_value_t = 1)]
+    uploads_in_flight: usize,
     /// Chunks the embedder embeds again on its own after the ingestion, for its own rate.
     #[arg(long, default_value_t = 300)]
     embed_sample: usize,
@@ -237,9 +242,14 @@ pub async fn ingest(base: &Config, args: IngestBenchArgs) -> anyhow::Result<()> 
     let started = Instant::now();
     let mut uploaded = Progress::new("uploading", count(files.len()));
     let mut ids = Vec::with_capacity(files.len());
-    for part in files.chunks(batch) {
-        ids.extend(client.upload(&source, part).await?);
-        uploaded.inc(count(part.len()));
+    {
+        let mut requests = futures_util::stream::iter(files.chunks(batch))
+            .map(|part| async { (part.len(), client.upload(&source, part).await) })
+            .buffered(args.uploads_in_flight.max(1));
+        while let Some((files, answer)) = requests.next().await {
+            ids.extend(answer?);
+            uploaded.inc(count(files));
+        }
     }
     uploaded.finish();
     let upload_seconds = started.elapsed().as_secs_f64();

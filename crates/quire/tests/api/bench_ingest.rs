@@ -26,6 +26,8 @@ async fn bench_ingest_reports_rates_and_stages_and_model_tokens_make_one_chunk_o
         command
             .args(["bench", "ingest", "--corpus", path.to_str().unwrap()])
             .args(["--embed-sample", "5"])
+            // One file a request, two requests at once.
+            .args(["--batch", "1", "--uploads-in-flight", "2"])
             .env("QUIRE_EMBEDDING_MODEL_DIR", model_dir())
             .env("QUIRE_CHUNKING_COUNT", count)
             .env(
