@@ -300,20 +300,16 @@ pub(super) async fn pending_count(pool: &SqlitePool) -> StoreResult<u64> {
 #[cfg(test)]
 mod tests {
     use sqlx::Row;
-    use sqlx::sqlite::SqlitePoolOptions;
 
+    use super::super::migrations;
     use super::NEXT_JOB;
 
     /// A claim reads the queue in age order and stops at the first runnable job: no sort of
     /// every queued job, which made each claim cost a millisecond per 5,000 queued jobs.
     #[tokio::test]
     async fn a_claim_reads_the_queue_in_age_order_without_sorting_it() {
-        let pool = SqlitePoolOptions::new()
-            .max_connections(1)
-            .connect("sqlite::memory:")
-            .await
-            .unwrap();
-        super::super::migrations::run(&pool).await.unwrap();
+        let pool = migrations::empty_database().await;
+        migrations::run(&pool).await.unwrap();
         let plan: Vec<String> = sqlx::query(&format!("EXPLAIN QUERY PLAN {NEXT_JOB}"))
             .bind(0)
             .bind(0)

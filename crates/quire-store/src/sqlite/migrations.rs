@@ -50,23 +50,29 @@ pub(super) async fn run(pool: &SqlitePool) -> StoreResult<()> {
     Ok(())
 }
 
+/// An empty in-memory database for the tests of the schema: one connection, since each
+/// connection to `sqlite::memory:` has a database of its own.
+#[cfg(test)]
+pub(super) async fn empty_database() -> SqlitePool {
+    sqlx::sqlite::SqlitePoolOptions::new()
+        .max_connections(1)
+        .connect("sqlite::memory:")
+        .await
+        .unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use sqlx::Row;
-    use sqlx::sqlite::SqlitePoolOptions;
 
-    use super::MIGRATIONS;
+    use super::{MIGRATIONS, empty_database};
 
     /// Rows claimed under the old rule (v4 to v6: a claim was forever) and never logged come
     /// out of v7 as claims that have run out, so they are attempted again; unclaimed rows stay
     /// unclaimed.
     #[tokio::test]
     async fn v7_turns_old_claims_into_expired_ones() {
-        let pool = SqlitePoolOptions::new()
-            .max_connections(1)
-            .connect("sqlite::memory:")
-            .await
-            .unwrap();
+        let pool = empty_database().await;
         let (before, after): (Vec<_>, Vec<_>) = MIGRATIONS.iter().partition(|(v, _)| *v < 7);
         for (_, sql) in before {
             sqlx::raw_sql(sql).execute(&pool).await.unwrap();
