@@ -459,8 +459,8 @@ impl LocalEmbedder {
 
 /// Runs `embed_group` over `groups` on `threads` threads (this one among them; none is started
 /// for one), each taking the next group; the groups are the same however many threads share
-/// them, so the vectors are too. One long document thus uses every session while the other workers are idle, and
-/// shares them when they are not (a call waits for a busy session).
+/// them, so the vectors are too. One long document thus uses every session while the other
+/// workers are idle, and shares them when they are not (a call waits for a busy session).
 fn in_parallel<F>(
     groups: &[&[usize]],
     threads: usize,

@@ -16,7 +16,8 @@ const CHUNK_ROWS_PER_INSERT: usize = 500;
 
 /// The oldest runnable job (`?3`: now): queued and due, or running with its lease run out.
 /// Read in `jobs_by_age` order (schema v11), so the first runnable row ends the search; left to
-/// itself, SQLite finds the two kinds of row through `jobs_runnable` and sorts every queued job.
+/// itself, SQLite finds the two kinds of row through `jobs_runnable` and sorts every queued job
+/// (`bench/job-claim` times both).
 const NEXT_JOB: &str = "SELECT id FROM jobs INDEXED BY jobs_by_age
      WHERE state IN ('queued', 'running')
        AND ((state = 'queued' AND run_after <= ?3)
