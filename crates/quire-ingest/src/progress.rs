@@ -1,18 +1,24 @@
 //! What a worker tells the store (for the API and the admin interface) and the metrics (for
 //! Prometheus) while it processes a document.
 //!
-//! Progress is written at every stage change and, within a stage, at most once per
-//! [`REPORT_EVERY`], so a document of thousands of chunks costs a handful of small writes, not
-//! one per batch. A failed write is logged and forgotten: progress is for people watching,
-//! never a reason to fail a document.
+//! The worker keeps its document's progress in memory; a reporter task writes it to the store
+//! at most once per [`REPORT_EVERY`], each change within one interval of it, and nothing for a
+//! document finished within the first interval: the store shows a claimed document without a
+//! report as parsing since its claim. Writing every stage change at once cost three write
+//! transactions a document, which took a fifth of keyword-only ingest's CPU
+//! (`docs/performance.md`, "Progress written by a reporter"), for documents done long before
+//! anyone could poll them. A failed write is logged and forgotten: progress is for people
+//! watching, never a reason to fail a document.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use quire_core::{Clock, DocumentId};
 use quire_store::{DocumentProgress, ProcessingStage, Store};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
-/// Shortest time between two progress writes within one stage.
+/// Shortest time between two progress writes, and the longest a change waits to be written.
 pub const REPORT_EVERY: Duration = Duration::from_secs(1);
 
 /// Histogram of each stage's duration, labelled `stage` (`parse`, `screen`, `embed`, `index`,
@@ -22,75 +28,68 @@ pub const STAGE_SECONDS: &str = "quire_ingest_stage_duration_seconds";
 /// Counter of chunks embedded by workers and by the start-up backfill.
 pub const CHUNKS_EMBEDDED: &str = "quire_chunks_embedded_total";
 
-/// Reports the progress of one document's processing; dropping it ends the last stage.
+/// Reports the progress of one document's processing; dropping it ends the last stage and
+/// stops the reporting.
 pub(crate) struct Progress {
-    store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
-    document: DocumentId,
-    stage: ProcessingStage,
-    total: Option<u64>,
-    last_write: Option<Instant>,
+    latest: watch::Sender<DocumentProgress>,
+    reporter: JoinHandle<()>,
     stage_started: Instant,
     /// The stage's time is now the store transaction's (see [`Progress::storing`]).
     storing: bool,
-    /// Shortest time between two writes within a stage ([`REPORT_EVERY`] but in tests).
-    every: Duration,
 }
 
 impl Progress {
     /// Starts reporting for `document`, at the parsing stage.
-    pub(crate) async fn start(
+    pub(crate) fn start(
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
         document: DocumentId,
     ) -> Self {
-        Self::start_every(store, clock, document, REPORT_EVERY).await
+        Self::start_every(store, clock, document, REPORT_EVERY)
     }
 
-    async fn start_every(
+    fn start_every(
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
         document: DocumentId,
         every: Duration,
     ) -> Self {
-        let mut progress = Self {
-            store,
+        let (latest, changes) = watch::channel(DocumentProgress::claimed(clock.now()));
+        let reporter = tokio::spawn(report(store, document, changes, every));
+        Self {
             clock,
-            document,
-            stage: ProcessingStage::Parsing,
-            total: None,
-            last_write: None,
+            latest,
+            reporter,
             stage_started: Instant::now(),
             storing: false,
-            every,
-        };
-        progress.write(None).await;
-        progress
-    }
-
-    /// Ends the current stage (recording its duration) and starts `stage`, which counts up
-    /// to `total` units when given; the change is written at once.
-    pub(crate) async fn stage(&mut self, stage: ProcessingStage, total: Option<u64>) {
-        self.record_stage_time();
-        self.stage = stage;
-        self.total = total;
-        self.stage_started = Instant::now();
-        self.write(total.map(|_| 0)).await;
-    }
-
-    /// `done` units of the current stage are done; written when [`REPORT_EVERY`] has passed
-    /// since the last write (the stage's end is written by the next stage or the outcome).
-    pub(crate) async fn advance(&mut self, done: u64) {
-        if self
-            .last_write
-            .is_none_or(|last| last.elapsed() >= self.every)
-        {
-            self.write(Some(done)).await;
         }
     }
 
+    /// Ends the current stage (recording its duration) and starts `stage`, which counts up
+    /// to `total` units when given.
+    pub(crate) fn stage(&mut self, stage: ProcessingStage, total: Option<u64>) {
+        self.record_stage_time();
+        self.stage_started = Instant::now();
+        self.latest.send_replace(DocumentProgress {
+            stage,
+            done: total.map(|_| 0),
+            total,
+            updated_at: self.clock.now(),
+        });
+    }
+
+    /// `done` units of the current stage are done.
+    pub(crate) fn advance(&mut self, done: u64) {
+        let now = self.clock.now();
+        self.latest.send_modify(|progress| {
+            progress.done = Some(done);
+            progress.updated_at = now;
+        });
+    }
+
     /// Ends the indexing time and times the store transaction under `store` from now on;
-    /// nothing is written, as clients see one indexing stage until the document is ready.
+    /// nothing is reported, as clients see one indexing stage until the document is ready.
     pub(crate) fn storing(&mut self) {
         self.record_stage_time();
         self.storing = true;
@@ -98,18 +97,22 @@ impl Progress {
     }
 
     /// Page `done` of `total` has been parsed (the parsing stage counts pages once the parser
-    /// knows how many there are); written as [`Progress::advance`] is.
-    pub(crate) async fn pages(&mut self, done: u64, total: u64) {
-        if self.stage == ProcessingStage::Parsing && self.total != Some(total) {
-            self.total = Some(total);
-            // The first count of the stage is shown at once, as a stage change is.
-            self.last_write = None;
-        }
-        self.advance(done).await;
+    /// knows how many there are).
+    pub(crate) fn pages(&mut self, done: u64, total: u64) {
+        let now = self.clock.now();
+        self.latest.send_if_modified(|progress| {
+            if progress.stage != ProcessingStage::Parsing {
+                return false;
+            }
+            progress.done = Some(done);
+            progress.total = Some(total);
+            progress.updated_at = now;
+            true
+        });
     }
 
     fn record_stage_time(&self) {
-        let label = match self.stage {
+        let label = match self.latest.borrow().stage {
             _ if self.storing => "store",
             ProcessingStage::Parsing => "parse",
             ProcessingStage::Screening => "screen",
@@ -119,29 +122,34 @@ impl Progress {
         metrics::histogram!(STAGE_SECONDS, "stage" => label)
             .record(self.stage_started.elapsed().as_secs_f64());
     }
-
-    async fn write(&mut self, done: Option<u64>) {
-        self.last_write = Some(Instant::now());
-        let progress = DocumentProgress {
-            stage: self.stage,
-            done,
-            total: self.total,
-            updated_at: self.clock.now(),
-        };
-        if let Err(e) = self
-            .store
-            .set_document_progress(self.document, &progress)
-            .await
-        {
-            tracing::debug!(error = %e, "could not record the document's progress");
-        }
-    }
 }
 
 impl Drop for Progress {
     /// The last stage ends with the report: the document is stored, failed or held.
     fn drop(&mut self) {
         self.record_stage_time();
+        self.reporter.abort();
+    }
+}
+
+/// Writes `document`'s progress as it changes: the first change once `every` has passed since
+/// the start, then each later one at least `every` after the write before it. Ends when the
+/// [`Progress`] is dropped.
+async fn report(
+    store: Arc<dyn Store>,
+    document: DocumentId,
+    mut changes: watch::Receiver<DocumentProgress>,
+    every: Duration,
+) {
+    loop {
+        tokio::time::sleep(every).await;
+        if changes.changed().await.is_err() {
+            return;
+        }
+        let progress = changes.borrow_and_update().clone();
+        if let Err(e) = store.set_document_progress(document, &progress).await {
+            tracing::debug!(error = %e, "could not record the document's progress");
+        }
     }
 }
 
@@ -196,42 +204,77 @@ mod tests {
         (p.stage, p.done, p.total)
     }
 
+    /// Polls until the store shows `expected`, for at most ten seconds.
+    async fn shown_soon(
+        store: &dyn Store,
+        id: DocumentId,
+        expected: (ProcessingStage, Option<u64>, Option<u64>),
+    ) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while shown(store, id).await != expected {
+            assert!(Instant::now() < deadline, "never shown: {expected:?}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
     #[tokio::test]
-    async fn stage_changes_are_written_at_once_and_counts_at_most_once_per_interval() {
+    async fn a_document_done_within_the_interval_writes_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let (store, id) = processing_document(dir.path()).await;
-        let every = Duration::from_millis(300);
+        let every = Duration::from_secs(1);
         let mut progress =
-            Progress::start_every(Arc::clone(&store), Arc::new(SystemClock), id, every).await;
+            Progress::start_every(Arc::clone(&store), Arc::new(SystemClock), id, every);
+        progress.stage(ProcessingStage::Screening, None);
+        progress.stage(ProcessingStage::Indexing, None);
+        drop(progress);
+        tokio::time::sleep(every + every / 2).await;
+        // What the store shows for a claimed document without a report.
         assert_eq!(
             shown(&*store, id).await,
             (ProcessingStage::Parsing, None, None)
         );
+    }
 
-        progress.stage(ProcessingStage::Embedding, Some(400)).await;
+    #[tokio::test]
+    async fn changes_are_written_within_an_interval_and_at_most_once_per_interval() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, id) = processing_document(dir.path()).await;
+        let every = Duration::from_secs(1);
+        let started = Instant::now();
+        let mut progress =
+            Progress::start_every(Arc::clone(&store), Arc::new(SystemClock), id, every);
+        progress.pages(1, 3);
         assert_eq!(
             shown(&*store, id).await,
-            (ProcessingStage::Embedding, Some(0), Some(400))
+            (ProcessingStage::Parsing, None, None)
         );
-        // Within the interval: not written.
-        progress.advance(128).await;
-        progress.advance(256).await;
+        shown_soon(&*store, id, (ProcessingStage::Parsing, Some(1), Some(3))).await;
+        assert!(started.elapsed() >= every, "written before the interval");
+
+        progress.stage(ProcessingStage::Embedding, Some(400));
+        progress.advance(128);
+        let written = Instant::now();
+        // The last write was just now: these wait for the interval.
         assert_eq!(
             shown(&*store, id).await,
-            (ProcessingStage::Embedding, Some(0), Some(400))
+            (ProcessingStage::Parsing, Some(1), Some(3))
         );
-        // After it: the latest count is.
-        tokio::time::sleep(every).await;
-        progress.advance(384).await;
-        assert_eq!(
-            shown(&*store, id).await,
-            (ProcessingStage::Embedding, Some(384), Some(400))
+        shown_soon(
+            &*store,
+            id,
+            (ProcessingStage::Embedding, Some(128), Some(400)),
+        )
+        .await;
+        assert!(
+            written.elapsed() >= every / 2,
+            "written too soon after the last"
         );
 
-        progress.stage(ProcessingStage::Indexing, None).await;
-        assert_eq!(
-            shown(&*store, id).await,
-            (ProcessingStage::Indexing, None, None)
-        );
+        // Pages count only while parsing.
+        progress.pages(2, 3);
+        assert_eq!(progress.latest.borrow().done, Some(128));
+
+        progress.stage(ProcessingStage::Indexing, None);
+        shown_soon(&*store, id, (ProcessingStage::Indexing, None, None)).await;
     }
 }

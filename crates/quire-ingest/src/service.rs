@@ -496,8 +496,7 @@ impl Ingest {
             Arc::clone(&self.store),
             Arc::clone(&self.clock),
             job.document_id,
-        )
-        .await;
+        );
         let (pages, mut pages_read) = tokio::sync::watch::channel(None);
         let extract = self.extract(job, original.path(), pages);
         tokio::pin!(extract);
@@ -508,7 +507,7 @@ impl Ingest {
                 Ok(()) = pages_read.changed() => {
                     let report = *pages_read.borrow_and_update();
                     if let Some((done, total)) = report {
-                        progress.pages(u64::from(done), u64::from(total)).await;
+                        progress.pages(u64::from(done), u64::from(total));
                     }
                 }
             }
@@ -681,7 +680,7 @@ impl Ingest {
         processed: Processed,
         mut progress: Progress,
     ) -> Result<Option<Finish>, IngestError> {
-        progress.stage(ProcessingStage::Screening, None).await;
+        progress.stage(ProcessingStage::Screening, None);
         let Some(processed) = self.screen(job, processed).await? else {
             return Ok(None);
         };
@@ -690,9 +689,7 @@ impl Ingest {
         let mut shared_vectors = None;
         if let Some(semantic) = &self.semantic {
             let total = processed.chunks.len();
-            progress
-                .stage(ProcessingStage::Embedding, Some(count(total)))
-                .await;
+            progress.stage(ProcessingStage::Embedding, Some(count(total)));
             // A batch at a time, so the document's progress can say how far embedding is.
             let mut vectors = Vec::with_capacity(total);
             for batch in processed.chunks.chunks(EMBED_BATCH) {
@@ -710,9 +707,9 @@ impl Ingest {
                         return Ok(None);
                     }
                 }
-                progress.advance(count(vectors.len())).await;
+                progress.advance(count(vectors.len()));
             }
-            progress.stage(ProcessingStage::Indexing, None).await;
+            progress.stage(ProcessingStage::Indexing, None);
             if self.store.is_shared() {
                 // The other nodes copy these into their replicas instead of embedding again.
                 shared_vectors = Some(ChunkVectors {
@@ -724,7 +721,7 @@ impl Ingest {
             blocking(move || index.replace_document(doc, source, &vectors)).await??;
         }
         if self.semantic.is_none() {
-            progress.stage(ProcessingStage::Indexing, None).await;
+            progress.stage(ProcessingStage::Indexing, None);
         }
         let indexed: Vec<IndexedChunk> = processed
             .chunks

@@ -359,8 +359,10 @@ pub trait Store: Send + Sync + 'static {
         id: DocumentId,
         progress: &DocumentProgress,
     ) -> StoreResult<()>;
-    /// The last progress recorded for document `id`, while it is `processing` (`None` in every
-    /// other status, so a finished or failed document never shows a stale stage).
+    /// The last progress recorded for document `id` since it was claimed, while it is
+    /// `processing` (`None` in every other status, so a finished or failed document never shows
+    /// a stale stage). Until its worker reports, a claimed document is shown parsing since its
+    /// claim ([`DocumentProgress::claimed`]); a report of an earlier attempt is not shown.
     async fn document_progress(&self, id: DocumentId) -> StoreResult<Option<DocumentProgress>>;
     /// How the connection pool is used right now.
     fn pool_stats(&self) -> PoolStats;

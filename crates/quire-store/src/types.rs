@@ -515,6 +515,18 @@ pub struct DocumentProgress {
     pub updated_at: DateTime<Utc>,
 }
 
+impl DocumentProgress {
+    /// A document claimed at `at` whose worker has not reported yet: it is being parsed.
+    pub fn claimed(at: DateTime<Utc>) -> Self {
+        Self {
+            stage: ProcessingStage::Parsing,
+            done: None,
+            total: None,
+            updated_at: at,
+        }
+    }
+}
+
 /// How the store's connection pool is used right now (for the metrics endpoint).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PoolStats {

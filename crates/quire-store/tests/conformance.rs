@@ -32,7 +32,10 @@ mod webhooks;
 
 use admin::{audit_log_is_newest_first, dashboard_counts, password_and_sessions};
 use harness::TestDb;
-use progress::{pool_stats_are_consistent, progress_is_shown_only_while_processing};
+use progress::{
+    a_claimed_document_is_parsing_until_its_worker_reports, pool_stats_are_consistent,
+    progress_is_shown_only_while_processing,
+};
 use reviews::{
     a_decision_replaces_the_findings_and_the_name,
     approval_restores_the_name_and_old_findings_are_reduced,
@@ -77,6 +80,7 @@ conformance! {
         audit_log_is_newest_first,
         dashboard_counts,
         progress_is_shown_only_while_processing,
+        a_claimed_document_is_parsing_until_its_worker_reports,
         pool_stats_are_consistent,
         the_index_feed_lists_what_became_ready_or_went,
     ],

@@ -33,11 +33,14 @@ pub(super) async fn set(
     Ok(())
 }
 
+/// What a processing document shows: as the SQLite store's `progress::get` says.
 pub(super) async fn get(pool: &PgPool, id: DocumentId) -> StoreResult<Option<DocumentProgress>> {
     let row = sqlx::query(
-        "SELECT p.stage, p.done, p.total, p.updated_at
-         FROM document_progress p JOIN documents d ON d.id = p.document_id
-         WHERE p.document_id = $1 AND d.status = 'processing'",
+        "SELECT p.stage, p.done, p.total, p.updated_at, d.updated_at AS claimed_at
+         FROM documents d
+         LEFT JOIN document_progress p
+             ON p.document_id = d.id AND p.updated_at >= d.updated_at
+         WHERE d.id = $1 AND d.status = 'processing'",
     )
     .bind(id.0)
     .fetch_optional(pool)
@@ -45,7 +48,11 @@ pub(super) async fn get(pool: &PgPool, id: DocumentId) -> StoreResult<Option<Doc
     let Some(row) = row else {
         return Ok(None);
     };
-    let stage: String = row.try_get("stage")?;
+    let Some(stage) = row.try_get::<Option<String>, _>("stage")? else {
+        return Ok(Some(DocumentProgress::claimed(
+            row.try_get::<DateTime<Utc>, _>("claimed_at")?,
+        )));
+    };
     Ok(Some(DocumentProgress {
         stage: ProcessingStage::from_str(&stage).map_err(StoreError::Corrupt)?,
         done: row.try_get::<Option<i64>, _>("done")?.map(codec::count),

@@ -32,14 +32,19 @@ pub(super) async fn set(
     Ok(())
 }
 
+/// What a processing document shows: its worker's report when one was written since the claim,
+/// else the parsing stage since the claim (a worker writes nothing for a document it finishes
+/// within its first report interval, and a report from an earlier attempt is stale).
 pub(super) async fn get(
     pool: &SqlitePool,
     id: DocumentId,
 ) -> StoreResult<Option<DocumentProgress>> {
     let row = sqlx::query(
-        "SELECT p.stage, p.done, p.total, p.updated_at
-         FROM document_progress p JOIN documents d ON d.id = p.document_id
-         WHERE p.document_id = ? AND d.status = 'processing'",
+        "SELECT p.stage, p.done, p.total, p.updated_at, d.updated_at AS claimed_at
+         FROM documents d
+         LEFT JOIN document_progress p
+             ON p.document_id = d.id AND p.updated_at >= d.updated_at
+         WHERE d.id = ? AND d.status = 'processing'",
     )
     .bind(id.to_string())
     .fetch_optional(pool)
@@ -47,7 +52,11 @@ pub(super) async fn get(
     let Some(row) = row else {
         return Ok(None);
     };
-    let stage: String = row.try_get("stage")?;
+    let Some(stage) = row.try_get::<Option<String>, _>("stage")? else {
+        return Ok(Some(DocumentProgress::claimed(codec::time(
+            row.try_get("claimed_at")?,
+        )?)));
+    };
     Ok(Some(DocumentProgress {
         stage: ProcessingStage::from_str(&stage).map_err(StoreError::Corrupt)?,
         done: row.try_get::<Option<i64>, _>("done")?.map(codec::count),

@@ -72,6 +72,46 @@ pub async fn progress_is_shown_only_while_processing(store: &dyn Store) {
     assert_eq!(store.document_progress(gone).await.unwrap(), None);
 }
 
+/// A worker writes nothing for a document it finishes within its first report interval, so a
+/// claimed document without a report since its claim is shown parsing since the claim; a
+/// report of an earlier attempt (the server stopped mid-document) is not shown as current.
+pub async fn a_claimed_document_is_parsing_until_its_worker_reports(store: &dyn Store) {
+    let s = source(store, "S").await;
+    let doc = document(store, s, "long.pdf").await;
+    let first_claim = t0() + Duration::seconds(1);
+    let lease = Duration::minutes(1);
+    store
+        .claim_job("w1", first_claim, first_claim + lease)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        store.document_progress(doc).await.unwrap(),
+        Some(DocumentProgress::claimed(first_claim))
+    );
+    let embedding = DocumentProgress {
+        stage: ProcessingStage::Embedding,
+        done: Some(10),
+        total: Some(40),
+        updated_at: first_claim + Duration::seconds(2),
+    };
+    store.set_document_progress(doc, &embedding).await.unwrap();
+    assert_eq!(store.document_progress(doc).await.unwrap(), Some(embedding));
+
+    // The worker dies; the lease runs out and another worker claims the job again.
+    let second_claim = first_claim + lease + Duration::seconds(1);
+    let again = store
+        .claim_job("w2", second_claim, second_claim + lease)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((again.document_id, again.attempts), (doc, 2));
+    assert_eq!(
+        store.document_progress(doc).await.unwrap(),
+        Some(DocumentProgress::claimed(second_claim))
+    );
+}
+
 pub async fn pool_stats_are_consistent(store: &dyn Store) {
     // Use the pool first so it has opened a connection.
     source(store, "S").await;
