@@ -129,3 +129,19 @@ pub async fn accept(
 ) -> Result<Created, AppError> {
     Ok(services.ingest.accept(scope, source, upload).await?)
 }
+
+/// Stores staged uploads as [`accept`] does each, in one store transaction: what became of
+/// each, in order, or one error for them all when the source is gone or the store fails (then
+/// nothing is stored).
+pub async fn accept_all(
+    services: &Services,
+    scope: &SourceScope,
+    source: SourceId,
+    uploads: Vec<Upload>,
+) -> Result<Vec<Result<Created, AppError>>, AppError> {
+    let accepted = services.ingest.accept_all(scope, source, uploads).await?;
+    Ok(accepted
+        .into_iter()
+        .map(|outcome| outcome.map_err(AppError::from))
+        .collect())
+}

@@ -262,40 +262,83 @@ impl Ingest {
         source: SourceId,
         upload: Upload,
     ) -> Result<Created, IngestError> {
+        let accepted = self.accept_all(scope, source, vec![upload]).await?;
+        accepted
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| Err(missing()))
+    }
+
+    /// Stores uploads as [`Ingest::accept`] does each, in order, with one store transaction
+    /// for all their documents: what became of each upload, or, when the source is not there
+    /// or the store fails, an error for them all (and nothing is stored). An upload whose
+    /// original could not be stored fails alone.
+    pub async fn accept_all(
+        &self,
+        scope: &SourceScope,
+        source: SourceId,
+        uploads: Vec<Upload>,
+    ) -> Result<Vec<Result<Created, IngestError>>, IngestError> {
         self.source(scope, source).await?;
+        let mut put = Vec::with_capacity(uploads.len());
+        let mut documents = Vec::with_capacity(uploads.len());
+        for upload in uploads {
+            let document = self.new_document(source, &upload);
+            let id = document.id;
+            match self.files.put(id, upload.staged.into_temp_path()).await {
+                Ok(()) => {
+                    documents.push(document);
+                    put.push(Ok(id));
+                }
+                Err(e) => put.push(Err(e.into())),
+            }
+        }
+        let created = match self.store.create_documents(documents).await {
+            Ok(created) => created,
+            Err(e) => {
+                for id in put.iter().filter_map(|p| p.as_ref().ok()) {
+                    self.remove_original(*id).await;
+                }
+                return Err(e.into());
+            }
+        };
+        let mut created = created.into_iter();
+        let mut outcomes = Vec::with_capacity(put.len());
+        for outcome in put {
+            outcomes.push(match outcome {
+                Ok(id) => match created.next() {
+                    Some(new @ Created::New(_)) => {
+                        self.wakeup.notify_one();
+                        Ok(new)
+                    }
+                    Some(existing @ Created::Existing(_)) => {
+                        self.remove_original(id).await;
+                        Ok(existing)
+                    }
+                    None => Err(missing()),
+                },
+                Err(e) => Err(e),
+            });
+        }
+        Ok(outcomes)
+    }
+
+    /// The document an upload becomes: a new id, its cleaned name, and its media type as the
+    /// client gave it or guessed from the name.
+    fn new_document(&self, source: SourceId, upload: &Upload) -> NewDocument {
         let name = clean_file_name(&upload.name);
         let content_type = match upload.content_type.as_deref().map(str::trim) {
             Some(t) if !t.is_empty() && t != "application/octet-stream" => t.to_owned(),
             _ => guess_content_type(&name).to_owned(),
         };
-        let id = DocumentId::new();
-        let (size, sha256) = (upload.staged.size, upload.staged.sha256.clone());
-        self.files.put(id, upload.staged.into_temp_path()).await?;
-        let created = self
-            .store
-            .create_document(NewDocument {
-                id,
-                source_id: source,
-                name,
-                content_type,
-                size,
-                sha256,
-                created_at: self.clock.now(),
-            })
-            .await;
-        match created {
-            Ok(created @ Created::New(_)) => {
-                self.wakeup.notify_one();
-                Ok(created)
-            }
-            Ok(existing @ Created::Existing(_)) => {
-                self.remove_original(id).await;
-                Ok(existing)
-            }
-            Err(e) => {
-                self.remove_original(id).await;
-                Err(e.into())
-            }
+        NewDocument {
+            id: DocumentId::new(),
+            source_id: source,
+            name,
+            content_type,
+            size: upload.staged.size,
+            sha256: upload.staged.sha256.clone(),
+            created_at: self.clock.now(),
         }
     }
 
@@ -760,6 +803,12 @@ pub enum Next {
     Done,
     /// A job's document awaits its commit: run this to finish it.
     Finishing(Finishing),
+}
+
+/// The store answered fewer documents than it was given: a broken store, never the upload's
+/// fault.
+fn missing() -> IngestError {
+    StoreError::Corrupt("the store created fewer documents than it was given".into()).into()
 }
 
 /// A length as a progress count.

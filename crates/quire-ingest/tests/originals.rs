@@ -41,6 +41,35 @@ impl OriginalStore for Remote {
     }
 }
 
+/// Local files that refuse every original of exactly [`REFUSED_SIZE`] bytes, as a store of
+/// originals does that fails one request among others.
+#[derive(Debug)]
+struct RefusesSome(LocalFiles);
+
+const REFUSED_SIZE: u64 = 7;
+
+#[async_trait]
+impl OriginalStore for RefusesSome {
+    async fn put(&self, id: DocumentId, staged: TempPath) -> Result<(), FilesError> {
+        if std::fs::metadata(&staged)?.len() == REFUSED_SIZE {
+            return Err(FilesError::Unavailable("refused for the test".into()));
+        }
+        self.0.put(id, staged).await
+    }
+    async fn fetch_to(&self, id: DocumentId, dest: &Path) -> Result<(), FilesError> {
+        self.0.fetch_to(id, dest).await
+    }
+    async fn remove(&self, id: DocumentId) -> Result<(), FilesError> {
+        self.0.remove(id).await
+    }
+    async fn list(&self) -> Result<Vec<DocumentId>, FilesError> {
+        self.0.list().await
+    }
+    fn local_path(&self, id: DocumentId) -> Option<PathBuf> {
+        self.0.local_path(id)
+    }
+}
+
 /// S3 at a port nothing listens on.
 fn unreachable() -> Arc<dyn OriginalStore> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -126,6 +155,16 @@ impl Fixture {
         self.ingest
             .accept(&SourceScope::All, self.source, upload)
             .await
+    }
+
+    async fn staged(&self, text: &str) -> Upload {
+        let mut staged = self.ingest.stage().await.unwrap();
+        staged.write(text.as_bytes()).await.unwrap();
+        Upload {
+            name: format!("{}.txt", text.len()),
+            content_type: Some("text/plain".into()),
+            staged: staged.finish().await.unwrap(),
+        }
     }
 
     async fn documents(&self) -> Vec<quire_core::DocumentRecord> {
@@ -229,4 +268,62 @@ async fn a_job_whose_original_cannot_be_fetched_waits_for_its_lease() {
         .unwrap()
         .expect("the job is runnable again");
     assert_eq!(retried.attempts, 2);
+}
+
+/// A bulk of uploads is stored in order, its documents in one go: the same bytes twice are one
+/// document (the second original is not kept), and an upload whose original the storage
+/// refuses fails alone.
+#[tokio::test]
+async fn a_bulk_is_stored_in_order_and_a_refused_original_fails_alone() {
+    let f = fixture(|data| Arc::new(RefusesSome(LocalFiles::in_data_dir(data).unwrap()))).await;
+    let texts = ["the pump", "refused", "the valve", "the pump"];
+    assert_eq!(texts[1].len() as u64, REFUSED_SIZE);
+    let mut uploads = Vec::new();
+    for text in texts {
+        uploads.push(f.staged(text).await);
+    }
+    let outcomes = f
+        .ingest
+        .accept_all(&SourceScope::All, f.source, uploads)
+        .await
+        .unwrap();
+    assert_eq!(outcomes.len(), 4);
+    let first = match &outcomes[0] {
+        Ok(quire_store::Created::New(doc)) => doc.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert!(
+        matches!(&outcomes[1], Err(IngestError::FilesUnavailable(_))),
+        "{:?}",
+        outcomes[1]
+    );
+    assert!(
+        matches!(&outcomes[2], Ok(quire_store::Created::New(doc)) if doc.name == "9.txt"),
+        "{:?}",
+        outcomes[2]
+    );
+    assert!(
+        matches!(&outcomes[3], Ok(quire_store::Created::Existing(doc)) if doc.id == first.id),
+        "{:?}",
+        outcomes[3]
+    );
+    assert_eq!(f.documents().await.len(), 2);
+    let originals = std::fs::read_dir(f.dir.path().join("files"))
+        .unwrap()
+        .count();
+    assert_eq!(
+        originals, 2,
+        "one original per document, none for the refused or the copy"
+    );
+    assert_eq!(f.staging_files(), 0, "nothing is left in staging");
+
+    // Out of scope: nothing is stored, whatever the uploads.
+    let other = SourceScope::only([SourceId::new()]);
+    let upload = f.staged("elsewhere").await;
+    let refused = f.ingest.accept_all(&other, f.source, vec![upload]).await;
+    assert!(
+        matches!(refused, Err(IngestError::SourceNotFound)),
+        "{refused:?}"
+    );
+    assert_eq!(f.documents().await.len(), 2);
 }

@@ -72,6 +72,11 @@ pub trait Store: Send + Sync + 'static {
     /// unless the source already has a document with the same SHA-256 that has not failed: then
     /// nothing is created and that document is returned as [`Created::Existing`].
     async fn create_document(&self, document: NewDocument) -> StoreResult<Created>;
+    /// Creates `documents` in order, each as [`Store::create_document`] would, in one
+    /// transaction: all or none, and a later one with the same bytes as an earlier one is
+    /// [`Created::Existing`] of it. For a bulk upload, whose documents would otherwise cost a
+    /// write transaction each.
+    async fn create_documents(&self, documents: Vec<NewDocument>) -> StoreResult<Vec<Created>>;
     /// Documents of one source (which must be in `scope`), newest first. `None` when the
     /// source is missing or out of scope.
     async fn list_documents(

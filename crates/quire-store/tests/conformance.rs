@@ -58,6 +58,7 @@ conformance! {
         a_restarted_node_takes_back_only_its_own_jobs,
         leases_are_renewed_until_lost,
         the_same_bytes_are_one_document_per_source,
+        a_bulk_of_documents_is_created_in_order_all_or_none,
         keys_are_stored_by_hash_and_revoked,
         rate_windows_count_and_prune,
         concurrent_rate_hits_are_counted_exactly,
@@ -678,6 +679,52 @@ async fn the_same_bytes_are_one_document_per_source(store: &dyn Store) {
         store.create_document(new(a)).await.unwrap(),
         Created::New(_)
     ));
+}
+
+/// A bulk upload's documents are created in order in one go: each with its job, the same bytes
+/// twice (in the bulk or already stored) one document, and all or none.
+async fn a_bulk_of_documents_is_created_in_order_all_or_none(store: &dyn Store) {
+    let s = source(store, "S").await;
+    let new = |source_id: SourceId, bytes: &str| NewDocument {
+        id: DocumentId::new(),
+        source_id,
+        name: format!("{bytes}.txt"),
+        content_type: "text/plain".into(),
+        size: 1,
+        sha256: bytes.repeat(32),
+        created_at: t0(),
+    };
+    let stored = store.create_document(new(s, "aa")).await.unwrap();
+    let bulk = vec![new(s, "bb"), new(s, "aa"), new(s, "cc"), new(s, "bb")];
+    let ids: Vec<DocumentId> = bulk.iter().map(|d| d.id).collect();
+    let created = store.create_documents(bulk).await.unwrap();
+    assert_eq!(created.len(), 4);
+    assert!(matches!(&created[0], Created::New(d) if d.id == ids[0]));
+    assert_eq!(created[1], Created::Existing(stored.document().clone()));
+    assert!(matches!(&created[2], Created::New(d) if d.id == ids[2]));
+    assert_eq!(created[3], Created::Existing(created[0].document().clone()));
+    assert_eq!(
+        store.pending_job_count().await.unwrap(),
+        3,
+        "a job per new document"
+    );
+
+    // A document the store refuses (of a source that does not exist) takes the whole bulk
+    // with it.
+    let refused = store
+        .create_documents(vec![new(s, "dd"), new(SourceId::new(), "ee")])
+        .await;
+    assert!(refused.is_err(), "{refused:?}");
+    let names: Vec<String> = store
+        .list_documents(&SourceScope::All, s)
+        .await
+        .unwrap()
+        .unwrap()
+        .into_iter()
+        .map(|d| d.name)
+        .collect();
+    assert!(!names.contains(&"dd.txt".to_owned()), "{names:?}");
+    assert_eq!(store.pending_job_count().await.unwrap(), 3);
 }
 
 async fn keys_are_stored_by_hash_and_revoked(store: &dyn Store) {

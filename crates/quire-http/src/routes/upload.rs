@@ -135,10 +135,7 @@ pub(super) async fn bulk(
             "the multipart body has no `file` part".into(),
         ));
     }
-    let mut results = Vec::with_capacity(parts.len());
-    for (index, (name, part)) in parts.into_iter().enumerate() {
-        results.push(accept_part(&state, &caller, id, index, name, part).await);
-    }
+    let results = accept_parts(&state, &caller, id, parts).await?;
     let count = |status: &str| results.iter().filter(|r| r.status == status).count();
     let (accepted, duplicates) = (count("accepted"), count("duplicate"));
     Ok((
@@ -152,20 +149,47 @@ pub(super) async fn bulk(
     ))
 }
 
-async fn accept_part(
+/// Stores the parts that were staged, their documents in one store transaction, and says what
+/// became of every part in order. The store failing fails the whole request: nothing was
+/// stored.
+async fn accept_parts(
     state: &AppState,
     caller: &Principal,
     source: SourceId,
-    index: usize,
-    name: String,
-    part: Result<Upload, ApiError>,
-) -> BulkEntryJson {
-    let outcome = match part {
-        Ok(upload) => uploads::accept(state, caller.scope(), source, upload)
-            .await
-            .map_err(ApiError::from),
-        Err(e) => Err(e),
-    };
+    parts: Vec<(String, Result<Upload, ApiError>)>,
+) -> Result<Vec<BulkEntryJson>, ApiError> {
+    let mut names = Vec::with_capacity(parts.len());
+    let mut refused = Vec::with_capacity(parts.len());
+    let mut staged = Vec::with_capacity(parts.len());
+    for (name, part) in parts {
+        names.push(name);
+        match part {
+            Ok(upload) => {
+                refused.push(None);
+                staged.push(upload);
+            }
+            Err(e) => refused.push(Some(e)),
+        }
+    }
+    let mut accepted = uploads::accept_all(state, caller.scope(), source, staged)
+        .await?
+        .into_iter();
+    let mut results = Vec::with_capacity(names.len());
+    for (index, (name, refusal)) in names.into_iter().zip(refused).enumerate() {
+        let outcome = match refusal {
+            Some(e) => Err(e),
+            None => match accepted.next() {
+                Some(outcome) => outcome.map_err(ApiError::from),
+                None => Err(ApiError::Internal),
+            },
+        };
+        results.push(bulk_entry(index, name, outcome));
+    }
+    Ok(results)
+}
+
+/// One part's line in the bulk upload's answer.
+fn bulk_entry(index: usize, name: String, outcome: Result<Created, ApiError>) -> BulkEntryJson {
     match outcome {
         Ok(created) => BulkEntryJson {
             index,

@@ -4,7 +4,7 @@
 use quire_core::{
     DocumentId, DocumentRecord, DocumentStatus, JobId, NewDocument, SourceId, SourceScope,
 };
-use sqlx::{PgPool, Row};
+use sqlx::{PgPool, Postgres, Row, Transaction};
 use uuid::Uuid;
 
 use super::codec::{self, DOCUMENT_COLUMNS};
@@ -12,11 +12,36 @@ use super::{feed, wakeups};
 use crate::{Created, DocumentHit, IndexChangeKind, StoreResult};
 
 pub(super) async fn create(pool: &PgPool, doc: NewDocument) -> StoreResult<Created> {
+    let mut tx = pool.begin().await?;
+    let created = insert(&mut tx, doc).await?;
+    if matches!(created, Created::New(_)) {
+        wakeups::notify_runnable(&mut tx).await?;
+    }
+    tx.commit().await?;
+    Ok(created)
+}
+
+/// Creates `docs` in order in one transaction, with one wake-up for the workers.
+pub(super) async fn create_all(pool: &PgPool, docs: Vec<NewDocument>) -> StoreResult<Vec<Created>> {
+    let mut tx = pool.begin().await?;
+    let mut created = Vec::with_capacity(docs.len());
+    for doc in docs {
+        created.push(insert(&mut tx, doc).await?);
+    }
+    if created.iter().any(|c| matches!(c, Created::New(_))) {
+        wakeups::notify_runnable(&mut tx).await?;
+    }
+    tx.commit().await?;
+    Ok(created)
+}
+
+/// Inserts `doc` and its job in `tx`, unless the source already holds its bytes.
+async fn insert(tx: &mut Transaction<'_, Postgres>, doc: NewDocument) -> StoreResult<Created> {
     // The partial unique index on (source_id, sha256) decides between two nodes storing the
     // same bytes at once: the second insert waits for the first and then does nothing. If the
-    // document it collided with is deleted before it can be read, the insert is tried again.
+    // document it collided with is deleted before it can be read, the insert is tried again
+    // (each statement sees what was committed before it began).
     loop {
-        let mut tx = pool.begin().await?;
         let inserted = sqlx::query(
             "INSERT INTO documents (id, source_id, name, status, size, content_type, sha256,
                                     created_at, updated_at)
@@ -31,7 +56,7 @@ pub(super) async fn create(pool: &PgPool, doc: NewDocument) -> StoreResult<Creat
         .bind(&doc.content_type)
         .bind(&doc.sha256)
         .bind(doc.created_at)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?
         .rows_affected();
         if inserted == 0 {
@@ -41,9 +66,8 @@ pub(super) async fn create(pool: &PgPool, doc: NewDocument) -> StoreResult<Creat
             ))
             .bind(doc.source_id.0)
             .bind(&doc.sha256)
-            .fetch_optional(&mut *tx)
+            .fetch_optional(&mut **tx)
             .await?;
-            tx.rollback().await?;
             match existing {
                 Some(row) => return Ok(Created::Existing(codec::document_from_row(&row)?)),
                 None => continue,
@@ -56,10 +80,8 @@ pub(super) async fn create(pool: &PgPool, doc: NewDocument) -> StoreResult<Creat
         .bind(JobId::new().0)
         .bind(doc.id.0)
         .bind(doc.created_at)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
-        wakeups::notify_runnable(&mut tx).await?;
-        tx.commit().await?;
         return Ok(Created::New(DocumentRecord {
             id: doc.id,
             source_id: doc.source_id,

@@ -109,6 +109,10 @@ impl Store for PgStore {
         documents::create(&self.pool, document).await
     }
 
+    async fn create_documents(&self, documents: Vec<NewDocument>) -> StoreResult<Vec<Created>> {
+        documents::create_all(&self.pool, documents).await
+    }
+
     async fn list_documents(
         &self,
         scope: &SourceScope,
