@@ -128,6 +128,7 @@ impl From<IngestError> for AppError {
             IngestError::Files(_)
             | IngestError::Io(_)
             | IngestError::Task(_)
+            | IngestError::Finish(_)
             | IngestError::Vectors(_)
             | IngestError::Embedding(_) => Self::internal(&e),
         }

@@ -6,14 +6,21 @@
 //! its next job, and the commit covers the documents of every worker that arrived meanwhile. A
 //! document is `ready` only after the commit that includes it, as before; a crash before that
 //! leaves its job leased, and the job is processed again when the lease runs out.
+//!
+//! The documents one commit covers come out of it together, and the [`Finisher`] stores them
+//! together: every document that waits when the store is free goes into one call of
+//! [`Store::finish_documents`], one transaction on SQLite, instead of a transaction each.
 
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use futures_util::FutureExt;
 use quire_core::{Clock, DocumentId};
 use quire_search::{Committed, KeywordIndex, VectorIndex};
 use quire_store::{ClaimedJob, FinishOutcome, ProcessedDocument, Store};
+use tokio::sync::{mpsc, oneshot};
 
 use crate::follow::IndexedHere;
 use crate::progress::Progress;
@@ -42,9 +49,110 @@ impl Indexes {
     }
 }
 
+/// Most documents stored in one call of [`Store::finish_documents`].
+const MAX_BATCH_DOCUMENTS: usize = 256;
+/// Most chunks stored in one call, unless one document has more.
+const MAX_BATCH_CHUNKS: usize = 10_000;
+
+/// Stores finished documents in batches: a task takes every document waiting for it, stores them
+/// in one call, answers each, and takes the next batch. Clones share the task, which ends when
+/// the last clone is dropped.
+#[derive(Clone)]
+pub(crate) struct Finisher {
+    waiting: mpsc::UnboundedSender<Waiting>,
+}
+
+/// A document waiting to be stored, and where its outcome goes.
+struct Waiting {
+    job: ClaimedJob,
+    document: ProcessedDocument,
+    outcome: oneshot::Sender<Result<FinishOutcome, String>>,
+}
+
+impl Finisher {
+    /// Starts the task that stores documents in `store`, timed by `clock`.
+    pub(crate) fn start(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {
+        let (waiting, queue) = mpsc::unbounded_channel();
+        tokio::spawn(store_in_batches(store, clock, queue));
+        Self { waiting }
+    }
+
+    /// Stores `document`'s chunks and makes it ready, with the other documents waiting.
+    pub(crate) async fn finish(
+        &self,
+        job: ClaimedJob,
+        document: ProcessedDocument,
+    ) -> Result<FinishOutcome, IngestError> {
+        let (outcome, answer) = oneshot::channel();
+        let waiting = Waiting {
+            job,
+            document,
+            outcome,
+        };
+        if self.waiting.send(waiting).is_err() {
+            return Err(IngestError::Finish("the finishing task has stopped".into()));
+        }
+        match answer.await {
+            Ok(outcome) => outcome.map_err(IngestError::Finish),
+            Err(_) => Err(IngestError::Finish(
+                "the finishing task dropped the document".into(),
+            )),
+        }
+    }
+}
+
+/// The [`Finisher`]'s task.
+async fn store_in_batches(
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    mut queue: mpsc::UnboundedReceiver<Waiting>,
+) {
+    while let Some(first) = queue.recv().await {
+        let mut chunks = first.document.chunks.len();
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH_DOCUMENTS && chunks < MAX_BATCH_CHUNKS {
+            let Ok(next) = queue.try_recv() else {
+                break;
+            };
+            chunks += next.document.chunks.len();
+            batch.push(next);
+        }
+        let (finished, outcomes): (Vec<_>, Vec<_>) = batch
+            .into_iter()
+            .map(|w| ((w.job, w.document), w.outcome))
+            .unzip();
+        // A panic fails this batch's documents, not every later one.
+        let stored = AssertUnwindSafe(store.finish_documents(&finished, clock.now()))
+            .catch_unwind()
+            .await;
+        match stored {
+            Ok(Ok(stored)) => {
+                for (outcome, stored) in outcomes.into_iter().zip(stored) {
+                    let _ = outcome.send(Ok(stored));
+                }
+            }
+            Ok(Err(e)) => answer_all(outcomes, &e.to_string()),
+            Err(panic) => answer_all(
+                outcomes,
+                &format!(
+                    "storing panicked: {}",
+                    crate::service::panic_message(&*panic)
+                ),
+            ),
+        }
+    }
+}
+
+fn answer_all(outcomes: Vec<oneshot::Sender<Result<FinishOutcome, String>>>, error: &str) {
+    for outcome in outcomes {
+        let _ = outcome.send(Err(error.to_owned()));
+    }
+}
+
 /// A document whose chunks await their commit: what is left to do for it.
 pub(crate) struct Finish {
     pub(crate) store: Arc<dyn Store>,
+    pub(crate) finisher: Finisher,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) indexes: Indexes,
     pub(crate) job: ClaimedJob,
@@ -59,6 +167,7 @@ impl Finish {
     pub(crate) async fn run(self) -> Result<(), IngestError> {
         let Self {
             store,
+            finisher,
             clock,
             indexes,
             job,
@@ -84,7 +193,7 @@ impl Finish {
         }
         let chunk_count = document.chunks.len();
         progress.storing();
-        match store.finish_document(&job, document, clock.now()).await? {
+        match finisher.finish(job, document).await? {
             FinishOutcome::Stored => {
                 if let Some(indexed_here) = &indexes.indexed_here {
                     indexed_here.record(id);
@@ -132,5 +241,95 @@ impl std::fmt::Debug for Finishing {
         f.debug_struct("Finishing")
             .field("chunks", &self.chunks)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::Utc;
+    use futures_util::future::join_all;
+    use quire_core::{
+        ChunkDraft, NewDocument, NewSource, SourceDescription, SourceId, SourceName, SourceScope,
+        SourceType, SystemClock,
+    };
+    use quire_store::SqliteStore;
+
+    use super::*;
+
+    fn processed(chunks: u32) -> ProcessedDocument {
+        ProcessedDocument {
+            chunks: (0..chunks)
+                .map(|ordinal| ChunkDraft {
+                    ordinal,
+                    page: 1,
+                    section: String::new(),
+                    content: format!("chunk {ordinal}"),
+                })
+                .collect(),
+            page_count: 1,
+            vectors: None,
+        }
+    }
+
+    /// Documents sent to the finisher at once are stored together, and each waiter gets its
+    /// own document's outcome: one deleted meanwhile is gone, the others are ready with their
+    /// own chunks.
+    #[tokio::test]
+    async fn documents_finished_at_once_each_get_their_own_outcome() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Store> =
+            Arc::new(SqliteStore::open(&dir.path().join("q.db")).await.unwrap());
+        let now = Utc::now();
+        let source = store
+            .create_source(NewSource {
+                id: SourceId::new(),
+                name: SourceName::parse("S").unwrap(),
+                description: SourceDescription::default(),
+                source_type: SourceType::Network,
+                created_at: now,
+            })
+            .await
+            .unwrap()
+            .id;
+        let mut jobs = Vec::new();
+        for n in 0..20 {
+            let id = DocumentId::new();
+            store
+                .create_document(NewDocument {
+                    id,
+                    source_id: source,
+                    name: format!("{n}.txt"),
+                    content_type: "text/plain".into(),
+                    size: 1,
+                    sha256: format!("{n:064}"),
+                    created_at: now,
+                })
+                .await
+                .unwrap();
+            let lease = now + chrono::Duration::minutes(5);
+            jobs.push(store.claim_job("w", now, lease).await.unwrap().unwrap());
+        }
+        let deleted = jobs[7].document_id;
+        store
+            .delete_document(&SourceScope::All, source, deleted)
+            .await
+            .unwrap();
+
+        let finisher = Finisher::start(Arc::clone(&store), Arc::new(SystemClock));
+        let finishes = jobs.iter().zip(1..).map(|(job, chunks)| {
+            let finisher = finisher.clone();
+            let job = job.clone();
+            async move { finisher.finish(job, processed(chunks)).await.unwrap() }
+        });
+        let outcomes = join_all(finishes).await;
+        for ((job, chunks), outcome) in jobs.iter().zip(1..).zip(outcomes) {
+            if job.document_id == deleted {
+                assert_eq!(outcome, FinishOutcome::DocumentGone);
+                continue;
+            }
+            assert_eq!(outcome, FinishOutcome::Stored);
+            let stored = store.document_chunks(job.document_id).await.unwrap();
+            assert_eq!(stored.len(), chunks);
+        }
     }
 }

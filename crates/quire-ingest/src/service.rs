@@ -22,7 +22,7 @@ use tokio::sync::Notify;
 use tracing::Instrument;
 
 use crate::chunker::{ChunkingParams, TokenCounting, WHOLE_SECTIONS, cut_to_window};
-use crate::finish::{Finish, Finishing, Indexes};
+use crate::finish::{Finish, Finisher, Finishing, Indexes};
 use crate::follow::{FeedFollower, IndexedHere};
 use crate::isolation::{Isolation, PagesRead, ParseJob, parse_isolated};
 use crate::originals::{StageError, StagedFile, StagedUpload, Staging};
@@ -113,6 +113,10 @@ pub enum IngestError {
     /// A blocking task could not be joined.
     #[error("background task failed: {0}")]
     Task(String),
+    /// Storing processed documents failed (the store's message, shared by every document of
+    /// the transaction that failed).
+    #[error("could not store the processed document: {0}")]
+    Finish(String),
 }
 
 impl From<FilesError> for IngestError {
@@ -139,6 +143,8 @@ pub struct Ingest {
     wakeup: Notify,
     /// On a shared store: documents this node indexed and made ready (see `follow`).
     indexed_here: Option<IndexedHere>,
+    /// Stores finished documents in batches; started with the first (it needs the runtime).
+    finisher: std::sync::OnceLock<Finisher>,
 }
 
 impl std::fmt::Debug for Ingest {
@@ -173,6 +179,7 @@ impl Ingest {
             clock,
             settings,
             wakeup: Notify::new(),
+            finisher: std::sync::OnceLock::new(),
         }
     }
 
@@ -778,8 +785,13 @@ impl Ingest {
             })
             .collect();
         let committed = self.index.submit_replace(doc, source, indexed);
+        let finisher = self
+            .finisher
+            .get_or_init(|| Finisher::start(Arc::clone(&self.store), Arc::clone(&self.clock)))
+            .clone();
         Ok(Some(Finish {
             store: Arc::clone(&self.store),
+            finisher,
             clock: Arc::clone(&self.clock),
             indexes: self.indexes(),
             job: job.clone(),

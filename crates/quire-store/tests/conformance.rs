@@ -55,6 +55,7 @@ conformance! {
         sources_and_documents_respect_scope,
         chunks_are_read_back_by_key_and_by_document,
         jobs_are_leased_finished_and_resumed,
+        documents_finished_together_each_get_their_own_outcome,
         a_restarted_node_takes_back_only_its_own_jobs,
         leases_are_renewed_until_lost,
         the_same_bytes_are_one_document_per_source,
@@ -499,6 +500,80 @@ async fn leases_are_renewed_until_lost(store: &dyn Store) {
             .await
             .unwrap()
     );
+}
+
+/// Documents finished together (a commit's worth): each is stored or not on its own terms, a
+/// lost lease or a deleted document changing nothing, and each outcome comes back in order.
+async fn documents_finished_together_each_get_their_own_outcome(store: &dyn Store) {
+    let s = source(store, "S").await;
+    let mut jobs = Vec::new();
+    for n in 0..4 {
+        document(store, s, &format!("{n}.txt")).await;
+        // The third's lease is short, so another worker can take it over.
+        let lease = if n == 2 {
+            Duration::seconds(1)
+        } else {
+            Duration::minutes(10)
+        };
+        let job = store
+            .claim_job("w1", t0(), t0() + lease)
+            .await
+            .unwrap()
+            .unwrap();
+        jobs.push(job);
+    }
+    let later = t0() + Duration::seconds(5);
+    let taken = store
+        .claim_job("w2", later, later + Duration::minutes(10))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(taken.document_id, jobs[2].document_id);
+    store
+        .delete_document(&SourceScope::All, s, jobs[1].document_id)
+        .await
+        .unwrap();
+
+    let finished: Vec<_> = jobs
+        .iter()
+        .zip([2, 3, 4, 5])
+        .map(|(job, n)| (job.clone(), chunks(n)))
+        .collect();
+    let outcomes = store.finish_documents(&finished, later).await.unwrap();
+    assert_eq!(
+        outcomes,
+        vec![
+            FinishOutcome::Stored,
+            FinishOutcome::DocumentGone,
+            FinishOutcome::LeaseLost,
+            FinishOutcome::Stored,
+        ]
+    );
+    for (job, (status, chunk_count)) in jobs.iter().zip([
+        (Some(DocumentStatus::Ready), 2),
+        (None, 0),
+        (Some(DocumentStatus::Processing), 0),
+        (Some(DocumentStatus::Ready), 5),
+    ]) {
+        let doc = store
+            .get_document(&SourceScope::All, s, job.document_id)
+            .await
+            .unwrap();
+        assert_eq!(doc.as_ref().map(|d| d.status), status);
+        assert_eq!(
+            store.document_chunks(job.document_id).await.unwrap().len(),
+            chunk_count
+        );
+    }
+    // The job taken over is the new worker's to finish.
+    assert_eq!(
+        store
+            .finish_document(&taken, chunks(1), later)
+            .await
+            .unwrap(),
+        FinishOutcome::Stored
+    );
+    assert_eq!(store.finish_documents(&[], later).await.unwrap(), vec![]);
 }
 
 async fn jobs_are_leased_finished_and_resumed(store: &dyn Store) {

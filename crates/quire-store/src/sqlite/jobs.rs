@@ -8,7 +8,7 @@ use serde_json::Map;
 use sqlx::{QueryBuilder, Row, Sqlite, SqlitePool};
 
 use super::{codec, webhooks};
-use crate::{ClaimedJob, FinishOutcome, ProcessedDocument, StoreResult};
+use crate::{ClaimedJob, FinishOutcome, ProcessedDocument, StoreError, StoreResult};
 
 /// Chunk rows per `INSERT`: 7 parameters each stays far below SQLite's 32,766 parameters a
 /// statement, and a document of the largest allowed size is written in a few hundred statements.
@@ -113,39 +113,71 @@ pub(super) async fn finish(
     processed: ProcessedDocument,
     now: DateTime<Utc>,
 ) -> StoreResult<FinishOutcome> {
-    let now_ms = codec::millis(now);
     let mut tx = pool.begin().await?;
-    if !release_lease(&mut tx, job, "done", None, now_ms).await? {
-        tx.rollback().await?;
-        return lost_or_gone(pool, job).await;
+    let outcome = store_finished(&mut tx, job, &processed, now).await?;
+    tx.commit().await?;
+    Ok(outcome)
+}
+
+/// Finishes every document of `finished` as [`finish`] does each, in one transaction: the
+/// transaction's commit costs SQLite far more than the few statements each document adds.
+pub(super) async fn finish_all(
+    pool: &SqlitePool,
+    finished: &[(ClaimedJob, ProcessedDocument)],
+    now: DateTime<Utc>,
+) -> StoreResult<Vec<FinishOutcome>> {
+    let mut tx = pool.begin().await?;
+    let mut outcomes = Vec::with_capacity(finished.len());
+    for (job, processed) in finished {
+        outcomes.push(store_finished(&mut tx, job, processed, now).await?);
     }
+    tx.commit().await?;
+    Ok(outcomes)
+}
+
+/// In `tx`: makes the document ready with its chunks, ends its job and writes its
+/// `document.ready` events, if `job.worker` still holds the job; otherwise changes nothing and
+/// says whether the lease was lost or the document is gone.
+async fn store_finished(
+    tx: &mut sqlx::Transaction<'_, Sqlite>,
+    job: &ClaimedJob,
+    processed: &ProcessedDocument,
+    now: DateTime<Utc>,
+) -> StoreResult<FinishOutcome> {
+    let now_ms = codec::millis(now);
     let doc = job.document_id.to_string();
-    let updated = sqlx::query(
+    // The document first, and only while the job is this claim's: a lost lease or a deleted
+    // document (whose job went with it) leaves both untouched, with nothing to undo.
+    let source: Option<String> = sqlx::query_scalar(
         "UPDATE documents SET status = ?, error = NULL, chunk_count = ?, page_count = ?,
                               updated_at = ?
-         WHERE id = ?",
+         WHERE id = ? AND EXISTS (SELECT 1 FROM jobs
+                                  WHERE id = ? AND state = 'running' AND lease_owner = ?
+                                    AND attempts = ?)
+         RETURNING source_id",
     )
     .bind(DocumentStatus::Ready.as_str())
     .bind(processed.chunks.len() as i64)
     .bind(i64::from(processed.page_count))
     .bind(now_ms)
     .bind(&doc)
-    .execute(&mut *tx)
-    .await?
-    .rows_affected();
-    if updated == 0 {
-        tx.rollback().await?;
-        return Ok(FinishOutcome::DocumentGone);
+    .bind(job.id.to_string())
+    .bind(&job.worker)
+    .bind(i64::from(job.attempts))
+    .fetch_optional(&mut **tx)
+    .await?;
+    let Some(source) = source else {
+        return lost_or_gone(&mut **tx, job).await;
+    };
+    if !release_lease(tx, job, "done", None, now_ms).await? {
+        return Err(StoreError::Corrupt(format!(
+            "the job of document {doc} changed inside its finishing transaction"
+        )));
     }
-    let source: String = sqlx::query("SELECT source_id FROM documents WHERE id = ?")
-        .bind(&doc)
-        .fetch_one(&mut *tx)
-        .await?
-        .try_get("source_id")?;
     // A retried job may have stored chunks before; replace them.
     sqlx::query("DELETE FROM chunks WHERE document_id = ?")
         .bind(&doc)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
     // Many rows a statement: one statement per chunk cost a round trip to SQLite's thread each.
     for batch in processed.chunks.chunks(CHUNK_ROWS_PER_INSERT) {
@@ -161,17 +193,16 @@ pub(super) async fn finish(
                 .push_bind(&chunk.section)
                 .push_bind(&chunk.content);
         });
-        insert.build().execute(&mut *tx).await?;
+        insert.build().execute(&mut **tx).await?;
     }
     webhooks::enqueue(
-        &mut tx,
+        tx,
         job.document_id,
         WebhookEvent::DocumentReady,
         Map::new(),
         now,
     )
     .await?;
-    tx.commit().await?;
     Ok(FinishOutcome::Stored)
 }
 
@@ -243,13 +274,13 @@ pub(super) async fn release_lease(
     Ok(updated == 1)
 }
 
-pub(super) async fn lost_or_gone(
-    pool: &SqlitePool,
+pub(super) async fn lost_or_gone<'c>(
+    db: impl sqlx::SqliteExecutor<'c>,
     job: &ClaimedJob,
 ) -> StoreResult<FinishOutcome> {
     let exists = sqlx::query("SELECT 1 FROM documents WHERE id = ?")
         .bind(job.document_id.to_string())
-        .fetch_optional(pool)
+        .fetch_optional(db)
         .await?
         .is_some();
     Ok(if exists {

@@ -214,6 +214,14 @@ impl Store for SqliteStore {
         jobs::finish(&self.writer, job, processed, now).await
     }
 
+    async fn finish_documents(
+        &self,
+        finished: &[(ClaimedJob, ProcessedDocument)],
+        now: DateTime<Utc>,
+    ) -> StoreResult<Vec<FinishOutcome>> {
+        jobs::finish_all(&self.writer, finished, now).await
+    }
+
     async fn fail_document(
         &self,
         job: &ClaimedJob,
