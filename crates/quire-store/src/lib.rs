@@ -159,20 +159,14 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<FinishOutcome>;
     /// Finishes each of `finished` as [`Store::finish_document`] does, and says what became of
     /// each, in order. The SQLite store finishes them all in one transaction (its commits are
-    /// what a finish costs most), so an error there finished none; the default, which the
-    /// PostgreSQL store keeps, finishes them one after another and stops at the first error.
-    /// Either way a job left unfinished is retried when its lease runs out.
+    /// what a finish costs most), so an error there finished none; the PostgreSQL store
+    /// finishes them one after another and stops at the first error. Either way a job left
+    /// unfinished is retried when its lease runs out.
     async fn finish_documents(
         &self,
         finished: &[(ClaimedJob, ProcessedDocument)],
         now: DateTime<Utc>,
-    ) -> StoreResult<Vec<FinishOutcome>> {
-        let mut outcomes = Vec::with_capacity(finished.len());
-        for (job, processed) in finished {
-            outcomes.push(self.finish_document(job, processed.clone(), now).await?);
-        }
-        Ok(outcomes)
-    }
+    ) -> StoreResult<Vec<FinishOutcome>>;
     /// Marks the document `failed` with `error` and the job failed, and in the same transaction
     /// writes a `document.failed` event to the outbox for each subscribed webhook.
     async fn fail_document(

@@ -95,7 +95,7 @@ pub(super) async fn renew(
 pub(super) async fn finish(
     pool: &PgPool,
     job: &ClaimedJob,
-    processed: ProcessedDocument,
+    processed: &ProcessedDocument,
     now: DateTime<Utc>,
 ) -> StoreResult<FinishOutcome> {
     let mut tx = pool.begin().await?;

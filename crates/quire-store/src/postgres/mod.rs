@@ -195,7 +195,21 @@ impl Store for PgStore {
         processed: ProcessedDocument,
         now: DateTime<Utc>,
     ) -> StoreResult<FinishOutcome> {
-        jobs::finish(&self.pool, job, processed, now).await
+        jobs::finish(&self.pool, job, &processed, now).await
+    }
+
+    /// One transaction per document, as [`Store::finish_document`]: each carries its own index
+    /// feed entries and vectors, and PostgreSQL's commits cost less than SQLite's.
+    async fn finish_documents(
+        &self,
+        finished: &[(ClaimedJob, ProcessedDocument)],
+        now: DateTime<Utc>,
+    ) -> StoreResult<Vec<FinishOutcome>> {
+        let mut outcomes = Vec::with_capacity(finished.len());
+        for (job, processed) in finished {
+            outcomes.push(jobs::finish(&self.pool, job, processed, now).await?);
+        }
+        Ok(outcomes)
     }
 
     async fn fail_document(
