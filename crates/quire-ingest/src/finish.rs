@@ -246,15 +246,11 @@ impl std::fmt::Debug for Finishing {
 
 #[cfg(test)]
 mod tests {
-    use chrono::Utc;
     use futures_util::future::join_all;
-    use quire_core::{
-        ChunkDraft, NewDocument, NewSource, SourceDescription, SourceId, SourceName, SourceScope,
-        SourceType, SystemClock,
-    };
-    use quire_store::SqliteStore;
+    use quire_core::{ChunkDraft, SourceScope, SystemClock};
 
     use super::*;
+    use crate::test_store::{claimed_document, with_source};
 
     fn processed(chunks: u32) -> ProcessedDocument {
         ProcessedDocument {
@@ -277,37 +273,10 @@ mod tests {
     #[tokio::test]
     async fn documents_finished_at_once_each_get_their_own_outcome() {
         let dir = tempfile::tempdir().unwrap();
-        let store: Arc<dyn Store> =
-            Arc::new(SqliteStore::open(&dir.path().join("q.db")).await.unwrap());
-        let now = Utc::now();
-        let source = store
-            .create_source(NewSource {
-                id: SourceId::new(),
-                name: SourceName::parse("S").unwrap(),
-                description: SourceDescription::default(),
-                source_type: SourceType::Network,
-                created_at: now,
-            })
-            .await
-            .unwrap()
-            .id;
+        let (store, source) = with_source(dir.path()).await;
         let mut jobs = Vec::new();
         for n in 0..20 {
-            let id = DocumentId::new();
-            store
-                .create_document(NewDocument {
-                    id,
-                    source_id: source,
-                    name: format!("{n}.txt"),
-                    content_type: "text/plain".into(),
-                    size: 1,
-                    sha256: format!("{n:064}"),
-                    created_at: now,
-                })
-                .await
-                .unwrap();
-            let lease = now + chrono::Duration::minutes(5);
-            jobs.push(store.claim_job("w", now, lease).await.unwrap().unwrap());
+            jobs.push(claimed_document(&*store, source, n).await);
         }
         let deleted = jobs[7].document_id;
         store

@@ -14,6 +14,8 @@ mod query_batch;
 mod review;
 mod semantic;
 mod service;
+#[cfg(test)]
+mod test_store;
 mod worker;
 
 pub use chunker::{

@@ -155,45 +155,15 @@ async fn report(
 
 #[cfg(test)]
 mod tests {
-    use chrono::Utc;
-    use quire_core::{
-        NewDocument, NewSource, SourceDescription, SourceId, SourceName, SourceType, SystemClock,
-    };
-    use quire_store::SqliteStore;
+    use quire_core::SystemClock;
 
     use super::*;
 
     /// A store with one document a worker has claimed (so its progress is shown).
     async fn processing_document(dir: &std::path::Path) -> (Arc<dyn Store>, DocumentId) {
-        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.join("q.db")).await.unwrap());
-        let now = Utc::now();
-        let source = store
-            .create_source(NewSource {
-                id: SourceId::new(),
-                name: SourceName::parse("S").unwrap(),
-                description: SourceDescription::default(),
-                source_type: SourceType::Network,
-                created_at: now,
-            })
-            .await
-            .unwrap()
-            .id;
-        let id = DocumentId::new();
-        store
-            .create_document(NewDocument {
-                id,
-                source_id: source,
-                name: "big.txt".into(),
-                content_type: "text/plain".into(),
-                size: 3,
-                sha256: "ab".repeat(32),
-                created_at: now,
-            })
-            .await
-            .unwrap();
-        let lease = now + chrono::Duration::minutes(5);
-        store.claim_job("w", now, lease).await.unwrap().unwrap();
-        (store, id)
+        let (store, source) = crate::test_store::with_source(dir).await;
+        let job = crate::test_store::claimed_document(&*store, source, 1).await;
+        (store, job.document_id)
     }
 
     async fn shown(

@@ -18,56 +18,48 @@ use quire_search::KeywordIndex;
 use quire_store::{Store, StoreLocation};
 use tempfile::{TempDir, TempPath};
 
-/// Local files that pretend to be remote: no in-place path, so every parse fetches a copy.
+/// Local files that can pretend to be remote (no in-place path, so every parse fetches a
+/// copy) and refuse originals of one size, as a store of originals does that fails one request
+/// among others.
 #[derive(Debug)]
-struct Remote(LocalFiles);
-
-#[async_trait]
-impl OriginalStore for Remote {
-    async fn put(&self, id: DocumentId, staged: TempPath) -> Result<(), FilesError> {
-        self.0.put(id, staged).await
-    }
-    async fn fetch_to(&self, id: DocumentId, dest: &Path) -> Result<(), FilesError> {
-        self.0.fetch_to(id, dest).await
-    }
-    async fn remove(&self, id: DocumentId) -> Result<(), FilesError> {
-        self.0.remove(id).await
-    }
-    async fn list(&self) -> Result<Vec<DocumentId>, FilesError> {
-        self.0.list().await
-    }
-    fn local_path(&self, _id: DocumentId) -> Option<PathBuf> {
-        None
-    }
+struct TestFiles {
+    files: LocalFiles,
+    remote: bool,
+    refused_size: Option<u64>,
 }
 
-/// Local files that refuse every original of exactly [`REFUSED_SIZE`] bytes, as a store of
-/// originals does that fails one request among others.
-#[derive(Debug)]
-struct RefusesSome(LocalFiles);
-
+/// The size of original that [`refusing`] files refuse.
 const REFUSED_SIZE: u64 = 7;
 
 #[async_trait]
-impl OriginalStore for RefusesSome {
+impl OriginalStore for TestFiles {
     async fn put(&self, id: DocumentId, staged: TempPath) -> Result<(), FilesError> {
-        if std::fs::metadata(&staged)?.len() == REFUSED_SIZE {
+        if Some(std::fs::metadata(&staged)?.len()) == self.refused_size {
             return Err(FilesError::Unavailable("refused for the test".into()));
         }
-        self.0.put(id, staged).await
+        self.files.put(id, staged).await
     }
     async fn fetch_to(&self, id: DocumentId, dest: &Path) -> Result<(), FilesError> {
-        self.0.fetch_to(id, dest).await
+        self.files.fetch_to(id, dest).await
     }
     async fn remove(&self, id: DocumentId) -> Result<(), FilesError> {
-        self.0.remove(id).await
+        self.files.remove(id).await
     }
     async fn list(&self) -> Result<Vec<DocumentId>, FilesError> {
-        self.0.list().await
+        self.files.list().await
     }
     fn local_path(&self, id: DocumentId) -> Option<PathBuf> {
-        self.0.local_path(id)
+        (!self.remote).then(|| self.files.local_path(id)).flatten()
     }
+}
+
+/// Local files that refuse every original of [`REFUSED_SIZE`] bytes.
+fn refusing(data: &Path) -> Arc<dyn OriginalStore> {
+    Arc::new(TestFiles {
+        files: LocalFiles::in_data_dir(data).unwrap(),
+        remote: false,
+        refused_size: Some(REFUSED_SIZE),
+    })
 }
 
 /// S3 at a port nothing listens on.
@@ -183,7 +175,11 @@ impl Fixture {
 }
 
 fn remote(data: &Path) -> Arc<dyn OriginalStore> {
-    Arc::new(Remote(LocalFiles::in_data_dir(data).unwrap()))
+    Arc::new(TestFiles {
+        files: LocalFiles::in_data_dir(data).unwrap(),
+        remote: true,
+        refused_size: None,
+    })
 }
 
 #[tokio::test]
@@ -275,7 +271,7 @@ async fn a_job_whose_original_cannot_be_fetched_waits_for_its_lease() {
 /// refuses fails alone.
 #[tokio::test]
 async fn a_bulk_is_stored_in_order_and_a_refused_original_fails_alone() {
-    let f = fixture(|data| Arc::new(RefusesSome(LocalFiles::in_data_dir(data).unwrap()))).await;
+    let f = fixture(refusing).await;
     let texts = ["the pump", "refused", "the valve", "the pump"];
     assert_eq!(texts[1].len() as u64, REFUSED_SIZE);
     let mut uploads = Vec::new();
