@@ -131,7 +131,7 @@ async fn progress_seen_while_a_real_worker_runs_is_consistent_and_gone_when_read
 }
 
 /// A scanned PDF is slow to parse (OCR takes about a second a page), so its pages show as the
-/// parsing stage's progress while the worker reads them: "page 1 of 3" is written at once.
+/// parsing stage's progress while the worker reads them (written within a second of each page).
 #[tokio::test]
 async fn a_scan_being_read_shows_its_pages_parsed_of_all() {
     use quire_parse::fixtures::{PdfPage, scanned_pdf};
