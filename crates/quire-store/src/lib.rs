@@ -71,7 +71,10 @@ pub trait Store: Send + Sync + 'static {
     /// Creates a document in status `queued` together with its processing job, atomically,
     /// unless the source already has a document with the same SHA-256 that has not failed: then
     /// nothing is created and that document is returned as [`Created::Existing`].
-    async fn create_document(&self, document: NewDocument) -> StoreResult<Created>;
+    async fn create_document(&self, document: NewDocument) -> StoreResult<Created> {
+        let mut created = self.create_documents(vec![document]).await?;
+        created.pop().ok_or_else(|| fewer_than_given("created"))
+    }
     /// Creates `documents` in order, each as [`Store::create_document`] would, in one
     /// transaction: all or none, and a later one with the same bytes as an earlier one is
     /// [`Created::Existing`] of it. For a bulk upload, whose documents would otherwise cost a
@@ -156,7 +159,12 @@ pub trait Store: Send + Sync + 'static {
         job: &ClaimedJob,
         processed: ProcessedDocument,
         now: DateTime<Utc>,
-    ) -> StoreResult<FinishOutcome>;
+    ) -> StoreResult<FinishOutcome> {
+        let mut outcomes = self
+            .finish_documents(&[(job.clone(), processed)], now)
+            .await?;
+        outcomes.pop().ok_or_else(|| fewer_than_given("finished"))
+    }
     /// Finishes each of `finished` as [`Store::finish_document`] does, and says what became of
     /// each, in order. The SQLite store finishes them all in one transaction (its commits are
     /// what a finish costs most), so an error there finished none; the PostgreSQL store
@@ -474,4 +482,11 @@ pub trait Store: Send + Sync + 'static {
 
     /// Closes every connection, waiting for those in use. Calls after it fail.
     async fn close(&self);
+}
+
+/// A store answered a batch call with fewer results than it was given: a bug in the store.
+fn fewer_than_given(what: &str) -> StoreError {
+    StoreError::Corrupt(format!(
+        "the store {what} fewer documents than it was given"
+    ))
 }

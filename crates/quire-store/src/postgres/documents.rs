@@ -11,16 +11,6 @@ use super::codec::{self, DOCUMENT_COLUMNS};
 use super::{feed, wakeups};
 use crate::{Created, DocumentHit, IndexChangeKind, StoreResult};
 
-pub(super) async fn create(pool: &PgPool, doc: NewDocument) -> StoreResult<Created> {
-    let mut tx = pool.begin().await?;
-    let created = insert(&mut tx, doc).await?;
-    if matches!(created, Created::New(_)) {
-        wakeups::notify_runnable(&mut tx).await?;
-    }
-    tx.commit().await?;
-    Ok(created)
-}
-
 /// Creates `docs` in order in one transaction, with one wake-up for the workers.
 pub(super) async fn create_all(pool: &PgPool, docs: Vec<NewDocument>) -> StoreResult<Vec<Created>> {
     let mut tx = pool.begin().await?;

@@ -105,10 +105,6 @@ impl Store for PgStore {
         sources::existing(&self.pool, ids).await
     }
 
-    async fn create_document(&self, document: NewDocument) -> StoreResult<Created> {
-        documents::create(&self.pool, document).await
-    }
-
     async fn create_documents(&self, documents: Vec<NewDocument>) -> StoreResult<Vec<Created>> {
         documents::create_all(&self.pool, documents).await
     }
@@ -187,15 +183,6 @@ impl Store for PgStore {
         lease_until: DateTime<Utc>,
     ) -> StoreResult<bool> {
         jobs::renew(&self.pool, job, now, lease_until).await
-    }
-
-    async fn finish_document(
-        &self,
-        job: &ClaimedJob,
-        processed: ProcessedDocument,
-        now: DateTime<Utc>,
-    ) -> StoreResult<FinishOutcome> {
-        jobs::finish(&self.pool, job, &processed, now).await
     }
 
     /// One transaction per document, as [`Store::finish_document`]: each carries its own index

@@ -9,13 +9,6 @@ use sqlx::{QueryBuilder, Row, Sqlite, SqlitePool, Transaction};
 use super::codec::{self, DOCUMENT_COLUMNS, DOCUMENT_COLUMNS_UNQUALIFIED};
 use crate::{Created, DocumentHit, StoreResult};
 
-pub(super) async fn create(pool: &SqlitePool, doc: NewDocument) -> StoreResult<Created> {
-    let mut tx = pool.begin().await?;
-    let created = insert(&mut tx, doc).await?;
-    tx.commit().await?;
-    Ok(created)
-}
-
 /// Creates `docs` in order in one transaction: a write transaction costs SQLite far more than
 /// the two statements each document adds to it.
 pub(super) async fn create_all(

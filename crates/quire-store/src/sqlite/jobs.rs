@@ -25,26 +25,28 @@ const NEXT_JOB: &str = "SELECT id FROM jobs INDEXED BY jobs_by_age
      ORDER BY created_at, rowid
      LIMIT 1";
 
+/// Claims the oldest runnable job for `worker`: a read on `readers` first, as idle workers
+/// poll often and should not queue for the `writer` for nothing, then the claim on `writer`.
 pub(super) async fn claim(
-    pool: &SqlitePool,
+    readers: &SqlitePool,
+    writer: &SqlitePool,
     worker: &str,
     now: DateTime<Utc>,
     lease_until: DateTime<Utc>,
 ) -> StoreResult<Option<ClaimedJob>> {
     let now_ms = codec::millis(now);
-    // Idle workers poll often; a read first keeps them from taking the write lock for nothing.
     let runnable = sqlx::query(
         "SELECT 1 FROM jobs
          WHERE (state = 'queued' AND run_after <= ?1) OR (state = 'running' AND lease_expires_at < ?1)
          LIMIT 1",
     )
     .bind(now_ms)
-    .fetch_optional(pool)
+    .fetch_optional(readers)
     .await?;
     if runnable.is_none() {
         return Ok(None);
     }
-    let mut tx = pool.begin().await?;
+    let mut tx = writer.begin().await?;
     let row = sqlx::query(&format!(
         "UPDATE jobs
          SET state = 'running', attempts = attempts + 1, lease_owner = ?1,
@@ -107,19 +109,7 @@ pub(super) async fn renew(
     Ok(updated == 1)
 }
 
-pub(super) async fn finish(
-    pool: &SqlitePool,
-    job: &ClaimedJob,
-    processed: ProcessedDocument,
-    now: DateTime<Utc>,
-) -> StoreResult<FinishOutcome> {
-    let mut tx = pool.begin().await?;
-    let outcome = store_finished(&mut tx, job, &processed, now).await?;
-    tx.commit().await?;
-    Ok(outcome)
-}
-
-/// Finishes every document of `finished` as [`finish`] does each, in one transaction: the
+/// Finishes every document of `finished` in one transaction ([`store_finished`] each): the
 /// transaction's commit costs SQLite far more than the few statements each document adds.
 pub(super) async fn finish_all(
     pool: &SqlitePool,

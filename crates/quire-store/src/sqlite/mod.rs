@@ -121,10 +121,6 @@ impl Store for SqliteStore {
         sources::existing(&self.pool, ids).await
     }
 
-    async fn create_document(&self, document: NewDocument) -> StoreResult<Created> {
-        documents::create(&self.writer, document).await
-    }
-
     async fn create_documents(&self, documents: Vec<NewDocument>) -> StoreResult<Vec<Created>> {
         documents::create_all(&self.writer, documents).await
     }
@@ -193,7 +189,7 @@ impl Store for SqliteStore {
         now: DateTime<Utc>,
         lease_until: DateTime<Utc>,
     ) -> StoreResult<Option<ClaimedJob>> {
-        jobs::claim(&self.writer, worker, now, lease_until).await
+        jobs::claim(&self.pool, &self.writer, worker, now, lease_until).await
     }
 
     async fn renew_lease(
@@ -203,15 +199,6 @@ impl Store for SqliteStore {
         lease_until: DateTime<Utc>,
     ) -> StoreResult<bool> {
         jobs::renew(&self.writer, job, now, lease_until).await
-    }
-
-    async fn finish_document(
-        &self,
-        job: &ClaimedJob,
-        processed: ProcessedDocument,
-        now: DateTime<Utc>,
-    ) -> StoreResult<FinishOutcome> {
-        jobs::finish(&self.writer, job, processed, now).await
     }
 
     async fn finish_documents(
