@@ -8,36 +8,74 @@
 
 /// Dot product of two `f32` vectors; for unit vectors, their cosine.
 pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
-    // Eight independent sums so the compiler can keep them in vector registers.
-    let mut sums = [0f32; 8];
-    let (a_chunks, b_chunks) = (a.chunks_exact(8), b.chunks_exact(8));
-    let (a_rest, b_rest) = (a_chunks.remainder(), b_chunks.remainder());
-    for (x, y) in a_chunks.zip(b_chunks) {
-        for i in 0..8 {
-            sums[i] += x[i] * y[i];
-        }
-    }
-    let tail: f32 = a_rest.iter().zip(b_rest).map(|(x, y)| x * y).sum();
-    sums.iter().sum::<f32>() + tail
+    ARCH.dispatch(DotF32 { a, b })
 }
 
 /// Dot product of two int8 codes, exact in `i32` (384 × 127² is far below its range).
 fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
-    // Sixteen lanes of widening multiply-adds: the shape the compiler vectorises best here.
-    let mut sums = [0i32; 16];
-    let (a_chunks, b_chunks) = (a.chunks_exact(16), b.chunks_exact(16));
-    let tail: i32 = a_chunks
-        .remainder()
-        .iter()
-        .zip(b_chunks.remainder())
-        .map(|(x, y)| i32::from(*x) * i32::from(*y))
-        .sum();
-    for (x, y) in a_chunks.zip(b_chunks) {
-        for i in 0..16 {
-            sums[i] += i32::from(x[i]) * i32::from(y[i]);
+    ARCH.dispatch(DotI8 { a, b })
+}
+
+/// The widest vector instructions this CPU has, found once. Each kernel is compiled for each
+/// instruction set pulp knows (AVX2 and FMA where present, else the x86-64 baseline) and the
+/// CPU's own is run, because a binary built for any x86-64 otherwise computes four lanes at a
+/// time. Measured one core, 384 dimensions: int8 45 → 8 ns a pair, `f32` 28 → 22 ns
+/// (docs/performance.md, "Sessions taken as they free, kernels chosen by the CPU").
+static ARCH: std::sync::LazyLock<pulp::Arch> = std::sync::LazyLock::new(pulp::Arch::new);
+
+struct DotF32<'a> {
+    a: &'a [f32],
+    b: &'a [f32],
+}
+
+impl pulp::WithSimd for DotF32<'_> {
+    type Output = f32;
+
+    // Inlined into the function pulp compiles for each instruction set, so the loop below is
+    // vectorised for it.
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _simd: S) -> f32 {
+        // Sixteen independent sums: two 256-bit registers, so the adds do not wait on each
+        // other.
+        let mut sums = [0f32; 16];
+        let (a_chunks, b_chunks) = (self.a.chunks_exact(16), self.b.chunks_exact(16));
+        let (a_rest, b_rest) = (a_chunks.remainder(), b_chunks.remainder());
+        for (x, y) in a_chunks.zip(b_chunks) {
+            for i in 0..16 {
+                sums[i] += x[i] * y[i];
+            }
         }
+        let tail: f32 = a_rest.iter().zip(b_rest).map(|(x, y)| x * y).sum();
+        sums.iter().sum::<f32>() + tail
     }
-    sums.iter().sum::<i32>() + tail
+}
+
+struct DotI8<'a> {
+    a: &'a [i8],
+    b: &'a [i8],
+}
+
+impl pulp::WithSimd for DotI8<'_> {
+    type Output = i32;
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _simd: S) -> i32 {
+        // Thirty-two lanes of widening multiply-adds: the shape the compiler vectorises best.
+        let mut sums = [0i32; 32];
+        let (a_chunks, b_chunks) = (self.a.chunks_exact(32), self.b.chunks_exact(32));
+        let tail: i32 = a_chunks
+            .remainder()
+            .iter()
+            .zip(b_chunks.remainder())
+            .map(|(x, y)| i32::from(*x) * i32::from(*y))
+            .sum();
+        for (x, y) in a_chunks.zip(b_chunks) {
+            for i in 0..32 {
+                sums[i] += i32::from(x[i]) * i32::from(y[i]);
+            }
+        }
+        sums.iter().sum::<i32>() + tail
+    }
 }
 
 /// A vector as int8 codes and the scale that maps them back.
@@ -121,6 +159,26 @@ impl Codes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The dispatched kernels against plain sums, at lengths that leave every kind of tail.
+    #[test]
+    fn the_kernels_give_the_plain_sums_at_any_length() {
+        for len in [0, 1, 15, 16, 17, 31, 32, 33, 384, 385] {
+            let a: Vec<f32> = (0..len).map(|i| (i % 7) as f32 - 3.0).collect();
+            let b: Vec<f32> = (0..len).map(|i| (i % 5) as f32 * 0.5).collect();
+            let plain: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+            // Small integers and halves: every partial sum is exact in f32, in any order.
+            assert_eq!(dot(&a, &b), plain, "f32 at {len}");
+            let x: Vec<i8> = (0..len).map(|i| (i * 37 % 255) as u8 as i8).collect();
+            let y: Vec<i8> = (0..len).map(|i| (i * 91 % 255) as u8 as i8).collect();
+            let plain: i32 = x
+                .iter()
+                .zip(&y)
+                .map(|(p, q)| i32::from(*p) * i32::from(*q))
+                .sum();
+            assert_eq!(dot_i8(&x, &y), plain, "int8 at {len}");
+        }
+    }
 
     #[test]
     fn int8_similarity_is_within_a_percent_of_the_exact_one() {
