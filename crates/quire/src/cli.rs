@@ -227,6 +227,8 @@ enum BenchCommand {
     Generate(bench_generate::GenerateBenchArgs),
     /// Bulk-upload a BEIR corpus or a directory through the HTTP API into a fresh server and
     /// report documents/s, chunks/s, seconds per stage, peak memory and the embedder's own rate.
+    /// The server's data directory is a new one under `TMPDIR`, removed afterwards
+    /// (`--data-dir` is not used).
     Ingest(bench_ingest::IngestBenchArgs),
     /// Search throughput and latency over HTTP with 1, 8, 32… concurrent clients, on a BEIR
     /// corpus ingested into a fresh server with an embedding model.
