@@ -162,8 +162,9 @@ pub(crate) struct Finish {
 }
 
 impl Finish {
-    /// Waits for the commit, then stores the chunks and makes the document ready in one
-    /// transaction; a failed commit fails the document instead.
+    /// Waits for the commit, then has the [`Finisher`] store the chunks and make the document
+    /// ready, with the other documents waiting for it; a failed commit fails the document
+    /// instead.
     pub(crate) async fn run(self) -> Result<(), IngestError> {
         let Self {
             store,
