@@ -313,8 +313,21 @@ impl TestServer {
 
     /// Polls the document until it reaches `status` (or fails the test after 20 s).
     pub async fn wait_for_status(&self, key: &str, source: &str, doc: &str, status: &str) -> Value {
+        self.wait_for_status_within(key, source, doc, status, Duration::from_secs(20))
+            .await
+    }
+
+    /// Polls the document until it reaches `status` (or fails the test after `limit`).
+    pub async fn wait_for_status_within(
+        &self,
+        key: &str,
+        source: &str,
+        doc: &str,
+        status: &str,
+        limit: Duration,
+    ) -> Value {
         let path = format!("/api/v1/sources/{source}/documents/{doc}");
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        let deadline = tokio::time::Instant::now() + limit;
         loop {
             let current = body(self.get(key, &path).await).await;
             if current["status"] == status {

@@ -4,6 +4,8 @@
 //! it on; a decompression bomb fails alone; the version endpoint tells admin keys whether OCR
 //! is on.
 
+use std::time::Duration;
+
 use quire_core::Permission;
 use quire_parse::fixtures::{PdfPage, PptxSlide, png, png_claiming, pptx, scanned_pdf, tiff};
 use serde_json::json;
@@ -56,7 +58,11 @@ async fn scanned_documents_become_ready_and_their_phrases_are_found_on_their_pag
         ids.push(server.upload_ok(&key, &source, name, bytes).await);
     }
     for id in &ids[..3] {
-        let doc = server.wait_for_status(&key, &source, id, "ready").await;
+        // Tesseract reads each scanned page in a debug build while the other tests run: on a
+        // 2-core AMD EPYC without AVX-512 the first scan took over 20 s, so it gets longer.
+        let doc = server
+            .wait_for_status_within(&key, &source, id, "ready", Duration::from_secs(120))
+            .await;
         assert_eq!(doc["pageCount"], 2, "{doc}");
     }
     let doc = server
