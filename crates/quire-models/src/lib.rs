@@ -20,7 +20,7 @@ mod token_count;
 pub mod tokenizer;
 
 pub use bert::BertConfig;
-pub use local::{BF16_REFUSAL, Engine, EngineOptions, LocalEmbedder, Precision, int8_pays};
+pub use local::{BF16_REFUSAL, Engine, EngineOptions, LocalEmbedder, Precision};
 pub use openai::{OpenAiEmbedder, OpenAiSettings};
 pub use quire_core::embed::{Embedder, ModelError, Purpose, normalize};
 pub use token_count::ModelTokens;

@@ -69,14 +69,12 @@ pub const BF16_REFUSAL: &str = "embedding.precision = \"bf16\" is not available:
     only; use \"int8\" (fastest on CPUs with VNNI or AVX2), \"fp32\" or \"auto\"";
 
 /// Whether `auto` runs the linear layers in int8 on this CPU, detected at run time: where
-/// int8 was measured to pay and to stay within 0.005 nDCG@10 of fp32 on SciFact
-/// (`docs/retrieval.md`, "Reduced precision"). With VNNI (AVX512-VNNI or AVX-VNNI) int8
-/// embedded 2.2 times the chunks per second of fp32 on an AMD EPYC with AVX-512; with AVX2
-/// alone, 1.45 times on an AMD EPYC without AVX-512. There ONNX Runtime's u8×s8 products sum
-/// pairs in 16 bits, which can saturate (a caveat of its quantisation guide); SciFact stayed
-/// within the allowance all the same (vector −0.0031, hybrid +0.0011). Older CPUs were not
-/// measured and stay fp32.
-pub fn int8_pays() -> bool {
+/// `quire bench embed` and `quire eval retrieval` found int8 faster than fp32 and within
+/// 0.005 nDCG@10 of it on SciFact (`docs/retrieval.md`, "Reduced precision"), that is with
+/// VNNI (AVX512-VNNI or AVX-VNNI) or AVX2. Without VNNI, ONNX Runtime's u8×s8 products sum
+/// pairs in 16 bits, which can saturate (a caveat of its quantisation guide); the measurement
+/// on an AVX2 CPU is what allows it there. Older CPUs were not measured and stay fp32.
+fn int8_pays() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::arch::is_x86_feature_detected!("avx512vnni")
