@@ -23,6 +23,7 @@ use quire_store::{ClaimedJob, FinishOutcome, ProcessedDocument, Store};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::follow::IndexedHere;
+use crate::lease::Lease;
 use crate::progress::Progress;
 use crate::service::{IngestError, blocking};
 
@@ -156,6 +157,9 @@ pub(crate) struct Finish {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) indexes: Indexes,
     pub(crate) job: ClaimedJob,
+    /// The job's lease, renewed until the document is stored: a large document's commit and
+    /// transaction can outlast it.
+    pub(crate) lease: Lease,
     pub(crate) document: ProcessedDocument,
     pub(crate) progress: Progress,
     pub(crate) committed: Committed,
@@ -164,14 +168,20 @@ pub(crate) struct Finish {
 impl Finish {
     /// Waits for the commit, then has the [`Finisher`] store the chunks and make the document
     /// ready, with the other documents waiting for it; a failed commit fails the document
-    /// instead.
+    /// instead. The job's lease is renewed meanwhile; when it is lost, the new owner finishes.
     pub(crate) async fn run(self) -> Result<(), IngestError> {
+        let lease = self.lease.clone();
+        lease.keep_during(self.finish()).await.unwrap_or(Ok(()))
+    }
+
+    async fn finish(self) -> Result<(), IngestError> {
         let Self {
             store,
             finisher,
             clock,
             indexes,
             job,
+            lease: _,
             document,
             mut progress,
             committed,

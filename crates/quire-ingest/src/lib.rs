@@ -6,6 +6,7 @@ mod context;
 mod finish;
 mod follow;
 mod isolation;
+mod lease;
 mod originals;
 pub mod pii;
 mod pipeline;

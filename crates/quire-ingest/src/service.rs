@@ -25,15 +25,13 @@ use crate::chunker::{ChunkingParams, TokenCounting, WHOLE_SECTIONS, cut_to_windo
 use crate::finish::{Finish, Finisher, Finishing, Indexes};
 use crate::follow::{FeedFollower, IndexedHere};
 use crate::isolation::{Isolation, PagesRead, ParseJob, parse_isolated};
+use crate::lease::Lease;
 use crate::originals::{StageError, StagedFile, StagedUpload, Staging};
 use crate::pipeline::{OutputLimits, Processed, ProcessingError};
 use crate::progress::Progress;
 use crate::review::Review;
 use crate::semantic::Semantic;
 use quire_parse::{OcrSettings, ParseLimits, guess_content_type};
-
-/// Shortest time between two renewals of a job's lease, whatever the lease.
-const MIN_RENEWAL: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// Chunks embedded per call to the embedder: small enough that progress moves every second or
 /// so on a CPU, large enough that the embedder still fills its own batches.
@@ -62,7 +60,7 @@ pub struct IngestSettings {
     /// this one.
     pub isolation: Isolation,
     /// How long a claimed job stays leased to its worker; the worker renews it every third of
-    /// that while it works.
+    /// that while it works, until the document is stored.
     pub lease: Duration,
     /// Claims of one job (including ones interrupted by crashes) before its document fails.
     pub max_attempts: u32,
@@ -481,34 +479,25 @@ impl Ingest {
         })
     }
 
-    /// Processes `job` while renewing its lease every third of the lease, so a document that
-    /// takes longer than one lease is not claimed (and processed a second time) by another
-    /// worker. When a renewal finds the lease lost, the work is dropped: the new owner does it.
+    /// Processes `job` while renewing its lease (see [`Lease`]), so a document that takes
+    /// longer than one lease is not claimed (and processed a second time) by another worker.
+    /// When a renewal finds the lease lost, the work is dropped: the new owner does it.
     async fn process_claimed(&self, job: ClaimedJob) -> Result<Option<Finish>, IngestError> {
-        let work = self.process_leased(&job);
-        tokio::pin!(work);
-        let every = (self.settings.lease / 3)
-            .to_std()
-            .unwrap_or_default()
-            .max(MIN_RENEWAL);
-        let mut renewal = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-        renewal.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                result = &mut work => return result,
-                _ = renewal.tick() => {
-                    let now = self.clock.now();
-                    match self.store.renew_lease(&job, now, now + self.settings.lease).await {
-                        Ok(true) => {}
-                        Ok(false) => {
-                            tracing::warn!("lost the job's lease; stopping work on it");
-                            return Ok(None);
-                        }
-                        // The lease may still be held: keep working and try again next time.
-                        Err(e) => tracing::warn!(error = %e, "could not renew the job's lease"),
-                    }
-                }
-            }
+        let lease = self.lease(&job);
+        Ok(lease
+            .keep_during(self.process_leased(&job))
+            .await
+            .transpose()?
+            .flatten())
+    }
+
+    /// `job`'s lease, as this service renews it.
+    fn lease(&self, job: &ClaimedJob) -> Lease {
+        Lease {
+            store: Arc::clone(&self.store),
+            clock: Arc::clone(&self.clock),
+            job: job.clone(),
+            duration: self.settings.lease,
         }
     }
 
@@ -794,6 +783,7 @@ impl Ingest {
             finisher,
             clock: Arc::clone(&self.clock),
             indexes: self.indexes(),
+            lease: self.lease(job),
             job: job.clone(),
             document: ProcessedDocument {
                 chunks: processed.chunks,

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use quire_core::{
     DocumentId, NewDocument, NewSource, SourceDescription, SourceId, SourceName, SourceType,
 };
@@ -29,7 +29,17 @@ pub(crate) async fn with_source(dir: &Path) -> (Arc<dyn Store>, SourceId) {
 
 /// Uploads document `n` (contents of its own) to `source` and claims its job as worker `w`.
 pub(crate) async fn claimed_document(store: &dyn Store, source: SourceId, n: u32) -> ClaimedJob {
-    let now = Utc::now();
+    claimed_document_at(store, source, n, Utc::now(), chrono::Duration::minutes(5)).await
+}
+
+/// Uploads document `n` to `source` at `now` and claims its job as worker `w` for `lease`.
+pub(crate) async fn claimed_document_at(
+    store: &dyn Store,
+    source: SourceId,
+    n: u32,
+    now: DateTime<Utc>,
+    lease: chrono::Duration,
+) -> ClaimedJob {
     store
         .create_document(NewDocument {
             id: DocumentId::new(),
@@ -42,6 +52,9 @@ pub(crate) async fn claimed_document(store: &dyn Store, source: SourceId, n: u32
         })
         .await
         .unwrap();
-    let lease = now + chrono::Duration::minutes(5);
-    store.claim_job("w", now, lease).await.unwrap().unwrap()
+    store
+        .claim_job("w", now, now + lease)
+        .await
+        .unwrap()
+        .unwrap()
 }
