@@ -218,7 +218,7 @@ fn project(g: &mut Graph, name: &str, x: &str, p: Projection<'_>, linear: Linear
 /// fusion looks for) → `Add` the bias. Fused, the product runs on ONNX Runtime's u8×s8 kernels
 /// (VNNI where the CPU has it); unfused, the same nodes compute the same numbers, slower.
 fn int8_linear(g: &mut Graph, name: &str, x: &str, p: &Projection<'_>, bias: &str) -> String {
-    let (quantised, scales) = quantise_columns(p.weight, p.input, p.output);
+    let (quantised, scales) = quantise_columns(p.weight, p.input, p.output, weight_levels());
     let w = g.int8_tensor(
         &format!("{name}.weight_int8"),
         &[p.input, p.output],
@@ -233,10 +233,38 @@ fn int8_linear(g: &mut Graph, name: &str, x: &str, p: &Projection<'_>, bias: &st
     g.node("Add", &[&product, bias], vec![])
 }
 
+/// The largest magnitude of a quantised weight on this CPU.
+///
+/// On x86 CPUs without VNNI, ONNX Runtime's u8×s8 kernel multiplies with `vpmaddubsw`, which
+/// adds each pair of products in a saturating 16-bit sum. 255 × 127 × 2 is beyond 32,767, so
+/// large activations against large weights were clipped: on a tiny random BERT, the lowest
+/// cosine of int8 to fp32 vectors fell from at least 0.99 on a VNNI CPU to 0.88 on an AVX2 one
+/// (`onnx::tests`). Weights of at most 63 keep every pair sum in range (255 × 63 × 2 = 32,130);
+/// this is the "reduced range" ONNX Runtime's own quantiser offers for such CPUs. With VNNI
+/// (`vpdpbusd`) products are summed in 32 bits, so the full range is kept. What the seventh bit
+/// costs on a real model is measured in `docs/retrieval.md`, "Reduced precision".
+pub(super) fn weight_levels() -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let vnni = std::arch::is_x86_feature_detected!("avx512vnni")
+            || std::arch::is_x86_feature_detected!("avxvnni");
+        if !vnni {
+            return 63.0;
+        }
+    }
+    127.0
+}
+
 /// `[input, output]` weights as int8 and one scale per output column: symmetric (zero maps to
-/// zero, so no weight zero point), `scale = max |w| / 127`. A column's own scale keeps a
-/// column of small weights from being rounded away by another column's large ones.
-pub(super) fn quantise_columns(weight: &[f32], input: usize, output: usize) -> (Vec<i8>, Vec<f32>) {
+/// zero, so no weight zero point), `scale = max |w| / levels`, so weights span `-levels..=levels`
+/// (see [`weight_levels`]). A column's own scale keeps a column of small weights from being
+/// rounded away by another column's large ones.
+pub(super) fn quantise_columns(
+    weight: &[f32],
+    input: usize,
+    output: usize,
+    levels: f32,
+) -> (Vec<i8>, Vec<f32>) {
     let mut scales = vec![0f32; output];
     for row in weight.chunks_exact(output).take(input) {
         for (s, w) in scales.iter_mut().zip(row) {
@@ -245,14 +273,14 @@ pub(super) fn quantise_columns(weight: &[f32], input: usize, output: usize) -> (
     }
     for s in &mut scales {
         // An all-zero column quantises to zeros under any scale; 1 avoids dividing by zero.
-        *s = if *s > 0.0 { *s / 127.0 } else { 1.0 };
+        *s = if *s > 0.0 { *s / levels } else { 1.0 };
     }
     let quantised = weight
         .chunks_exact(output)
         .flat_map(|row| {
             row.iter()
                 .zip(&scales)
-                .map(|(w, s)| (w / s).round().clamp(-127.0, 127.0) as i8)
+                .map(|(w, s)| (w / s).round().clamp(-levels, levels) as i8)
         })
         .collect();
     (quantised, scales)

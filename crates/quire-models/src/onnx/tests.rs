@@ -174,7 +174,7 @@ fn int8_sentence_embeddings_stay_close_to_fp32() {
 fn quantised_columns_have_their_own_scale() {
     // Two input rows, three output columns of very different magnitudes, one all zero.
     let weight = [0.25, -0.002, 0.0, -1.0, 0.0005, 0.0];
-    let (q, scales) = quantise_columns(&weight, 2, 3);
+    let (q, scales) = quantise_columns(&weight, 2, 3, 127.0);
     assert_eq!(q, [32, -127, 0, -127, 32, 0]);
     assert_eq!(scales, [1.0 / 127.0, 0.002 / 127.0, 1.0]);
     for (w, (q, s)) in weight.iter().zip(q.iter().zip(scales.iter().cycle())) {
@@ -183,6 +183,25 @@ fn quantised_columns_have_their_own_scale() {
             "{w} {q} {s}"
         );
     }
+    // Seven bits, for CPUs that add pairs of products in 16 bits.
+    let (q, scales) = quantise_columns(&weight, 2, 3, 63.0);
+    assert_eq!(q, [16, -63, 0, -63, 16, 0]);
+    assert_eq!(scales, [1.0 / 63.0, 0.002 / 63.0, 1.0]);
+}
+
+/// Seven-bit weights exactly where ONNX Runtime's kernel adds pairs of u8×s8 products in a
+/// saturating 16-bit sum: x86 without VNNI.
+#[test]
+fn weights_have_seven_bits_only_where_the_kernel_sums_pairs_in_16_bits() {
+    #[cfg(target_arch = "x86_64")]
+    let vnni = std::arch::is_x86_feature_detected!("avx512vnni")
+        || std::arch::is_x86_feature_detected!("avxvnni");
+    #[cfg(not(target_arch = "x86_64"))]
+    let vnni = true;
+    assert_eq!(
+        super::graph::weight_levels(),
+        if vnni { 127.0 } else { 63.0 }
+    );
 }
 
 /// The experiment behind refusing `precision = "bf16"`: the linear layer of the encoder
