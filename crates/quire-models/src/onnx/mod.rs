@@ -4,6 +4,7 @@
 //! `docs/retrieval.md`), so it is preferred whenever the library is there.
 
 mod graph;
+mod pool;
 mod proto;
 mod runtime;
 #[cfg(test)]

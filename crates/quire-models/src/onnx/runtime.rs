@@ -4,30 +4,28 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ort::session::Session;
 use ort::session::builder::SessionBuilder;
 use ort::value::Tensor;
 
 use super::graph::{Linear, bert_model};
+use super::pool::Pool;
 use crate::ModelError;
 use crate::bert::BertConfig;
 
 /// The encoder's sessions. ONNX Runtime runs one call at a time per session here (its own
-/// threads parallelise inside the call), so a call takes a free session, or queues on one when
-/// all are busy.
+/// threads parallelise inside the call), so a call takes a free session, or, when all are
+/// busy, waits its turn for the first one given back ([`Pool`]).
 ///
 /// Why several: ingest workers each embed their own document. With one session holding every
 /// core, they took turns. A session per worker, the cores shared among them, lets them embed
 /// side by side; the gain, the memory each session costs and the unchanged latency of a lone
 /// query are measured in `docs/performance.md`, "One session per worker".
 pub(crate) struct OnnxEncoder {
-    sessions: Vec<Mutex<Session>>,
+    sessions: Pool<Session>,
     /// The fewest and the most threads of a session.
     threads: (usize, usize),
-    /// Where the next call starts looking for a free session, so calls spread over them.
-    next: AtomicUsize,
     library: PathBuf,
     linear: Linear,
 }
@@ -154,12 +152,13 @@ impl OnnxEncoder {
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         let threads = threads_per_session(cores, sessions);
         Ok(Self {
-            sessions: threads
-                .iter()
-                .map(|&threads| session(library, &model, threads).map(Mutex::new))
-                .collect::<Result<_, _>>()?,
+            sessions: Pool::new(
+                threads
+                    .iter()
+                    .map(|&threads| session(library, &model, threads))
+                    .collect::<Result<_, _>>()?,
+            ),
             threads: (threads[threads.len() - 1], threads[0]),
-            next: AtomicUsize::new(0),
             library: library.to_owned(),
             linear,
         })
@@ -209,7 +208,7 @@ impl OnnxEncoder {
             "position_ids" => Tensor::from_array(([len as i64], positions)).map_err(failed)?,
             "attention_bias" => Tensor::from_array(([batch as i64, 1, 1, len as i64], bias)).map_err(failed)?,
         ];
-        let mut session = self.free_session()?;
+        let mut session = self.sessions.take();
         let outputs = session.run(inputs).map_err(failed)?;
         let (_, hidden_states) = outputs["last_hidden_state"]
             .try_extract_tensor::<f32>()
@@ -222,22 +221,6 @@ impl OnnxEncoder {
                 hidden_states[b * len * width..(b * len + sequence.len()) * width].to_vec()
             })
             .collect())
-    }
-
-    /// The first free session from where the last call started, or, when every one is busy,
-    /// a wait for the one this call would have started at.
-    fn free_session(&self) -> Result<std::sync::MutexGuard<'_, Session>, ModelError> {
-        let count = self.sessions.len();
-        let start = self.next.fetch_add(1, Ordering::Relaxed) % count;
-        let panicked = |_| ModelError::Inference("an earlier call panicked".into());
-        for offset in 0..count {
-            match self.sessions[(start + offset) % count].try_lock() {
-                Ok(session) => return Ok(session),
-                Err(std::sync::TryLockError::WouldBlock) => {}
-                Err(std::sync::TryLockError::Poisoned(e)) => return Err(panicked(e)),
-            }
-        }
-        self.sessions[start].lock().map_err(panicked)
     }
 }
 
