@@ -257,11 +257,13 @@ impl std::fmt::Debug for Finishing {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use futures_util::future::join_all;
-    use quire_core::{ChunkDraft, SourceScope, SystemClock};
+    use quire_core::{ChunkDraft, ManualClock, SourceScope, SystemClock};
 
     use super::*;
-    use crate::test_store::{claimed_document, with_source};
+    use crate::test_store::{claimed_document, claimed_document_at, with_source};
 
     fn processed(chunks: u32) -> ProcessedDocument {
         ProcessedDocument {
@@ -311,5 +313,64 @@ mod tests {
             let stored = store.document_chunks(job.document_id).await.unwrap();
             assert_eq!(stored.len(), chunks);
         }
+    }
+
+    /// A document whose commit and transaction outlast its lease keeps its job: the lease is
+    /// renewed while it waits to be stored, so no other worker takes the job over.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_lease_is_kept_while_the_document_waits_to_be_stored() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, source) = with_source(dir.path()).await;
+        let clock = Arc::new(ManualClock::new(chrono::Utc::now()));
+        let lease = chrono::Duration::milliseconds(600);
+        let job = claimed_document_at(&*store, source, 1, clock.now(), lease).await;
+        let keyword = Arc::new(KeywordIndex::open(&dir.path().join("index")).unwrap());
+        // A finisher nobody serves yet: the document waits to be stored as long as the test
+        // likes.
+        let (waiting, mut queue) = mpsc::unbounded_channel();
+        let finish = Finish {
+            store: Arc::clone(&store),
+            finisher: Finisher { waiting },
+            clock: clock.clone(),
+            indexes: Indexes {
+                keyword: Arc::clone(&keyword),
+                vectors: None,
+                indexed_here: None,
+            },
+            job: job.clone(),
+            lease: Lease {
+                store: Arc::clone(&store),
+                clock: clock.clone(),
+                job: job.clone(),
+                duration: lease,
+            },
+            document: processed(3),
+            progress: Progress::start(Arc::clone(&store), clock.clone(), job.document_id),
+            committed: keyword.submit_replace(job.document_id, source, Vec::new()),
+        };
+        let running = tokio::spawn(finish.run());
+        let stored = tokio::time::timeout(Duration::from_secs(10), queue.recv())
+            .await
+            .expect("the document never reached the finisher")
+            .unwrap();
+        // Four leases pass on the clock, each step a third of a lease and followed by at least
+        // one renewal (every third of a lease, 200 ms).
+        for _ in 0..12 {
+            clock.advance(chrono::Duration::milliseconds(200));
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            let now = clock.now();
+            let other = store.claim_job("w2", now, now + lease).await.unwrap();
+            assert!(
+                other.is_none(),
+                "another worker took the job while it waited"
+            );
+        }
+        let outcome = store
+            .finish_documents(&[(stored.job, stored.document)], clock.now())
+            .await
+            .unwrap();
+        assert_eq!(outcome, [FinishOutcome::Stored]);
+        let _ = stored.outcome.send(Ok(FinishOutcome::Stored));
+        running.await.unwrap().unwrap();
     }
 }
