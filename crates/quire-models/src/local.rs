@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use sha2::{Digest, Sha256};
 
 use crate::bert::{Bert, BertConfig};
-use crate::onnx::{Linear, OnnxEncoder};
+use crate::onnx::{Linear, OnnxEncoder, cpu_has_vnni};
 use crate::sentence::SentenceSettings;
 use crate::token_count::ModelTokens;
 use crate::tokenizer::WordPiece;
@@ -71,20 +71,15 @@ pub const BF16_REFUSAL: &str = "embedding.precision = \"bf16\" is not available:
 /// Whether `auto` runs the linear layers in int8 on this CPU, detected at run time: where
 /// `quire bench embed` and `quire eval retrieval` found int8 faster than fp32 and within
 /// 0.005 nDCG@10 of it on SciFact (`docs/retrieval.md`, "Reduced precision"), that is with
-/// VNNI (AVX512-VNNI or AVX-VNNI) or AVX2. Without VNNI, ONNX Runtime's u8×s8 products sum
-/// pairs in 16 bits, which can saturate (a caveat of its quantisation guide); the measurement
-/// on an AVX2 CPU is what allows it there. Older CPUs were not measured and stay fp32.
+/// VNNI (AVX512-VNNI or AVX-VNNI) or AVX2. Without VNNI the weights have seven bits, so ONNX
+/// Runtime's 16-bit pair sums cannot saturate (`onnx/graph.rs`, `weight_levels`). Older CPUs
+/// were not measured and stay fp32.
 fn int8_pays() -> bool {
     #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx512vnni")
-            || std::arch::is_x86_feature_detected!("avxvnni")
-            || std::arch::is_x86_feature_detected!("avx2")
-    }
+    let avx2 = std::arch::is_x86_feature_detected!("avx2");
     #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    let avx2 = false;
+    cpu_has_vnni() || avx2
 }
 
 /// How to run the local model.

@@ -244,15 +244,26 @@ fn int8_linear(g: &mut Graph, name: &str, x: &str, p: &Projection<'_>, bias: &st
 /// (`vpdpbusd`) products are summed in 32 bits, so the full range is kept. What the seventh bit
 /// costs on a real model is measured in `docs/retrieval.md`, "Reduced precision".
 pub(super) fn weight_levels() -> f32 {
+    // Only x86 without VNNI sums pairs in 16 bits (ARM's dot products sum in 32).
+    if cfg!(target_arch = "x86_64") && !cpu_has_vnni() {
+        63.0
+    } else {
+        127.0
+    }
+}
+
+/// Whether this CPU has the VNNI int8 dot-product instructions (AVX512-VNNI or AVX-VNNI),
+/// detected at run time.
+pub(crate) fn cpu_has_vnni() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        let vnni = std::arch::is_x86_feature_detected!("avx512vnni")
-            || std::arch::is_x86_feature_detected!("avxvnni");
-        if !vnni {
-            return 63.0;
-        }
+        std::arch::is_x86_feature_detected!("avx512vnni")
+            || std::arch::is_x86_feature_detected!("avxvnni")
     }
-    127.0
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
 }
 
 /// `[input, output]` weights as int8 and one scale per output column: symmetric (zero maps to

@@ -12,7 +12,7 @@ pub(crate) mod tests;
 
 use std::path::PathBuf;
 
-pub(crate) use graph::Linear;
+pub(crate) use graph::{Linear, cpu_has_vnni};
 pub(crate) use runtime::OnnxEncoder;
 
 /// Environment variable naming the ONNX Runtime library (the `ort` crate's own convention).

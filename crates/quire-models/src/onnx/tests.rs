@@ -193,11 +193,7 @@ fn quantised_columns_have_their_own_scale() {
 /// saturating 16-bit sum: x86 without VNNI.
 #[test]
 fn weights_have_seven_bits_only_where_the_kernel_sums_pairs_in_16_bits() {
-    #[cfg(target_arch = "x86_64")]
-    let vnni = std::arch::is_x86_feature_detected!("avx512vnni")
-        || std::arch::is_x86_feature_detected!("avxvnni");
-    #[cfg(not(target_arch = "x86_64"))]
-    let vnni = true;
+    let vnni = !cfg!(target_arch = "x86_64") || super::graph::cpu_has_vnni();
     assert_eq!(
         super::graph::weight_levels(),
         if vnni { 127.0 } else { 63.0 }
