@@ -152,13 +152,10 @@ fn answer_all(outcomes: Vec<oneshot::Sender<Result<FinishOutcome, String>>>, err
 
 /// A document whose chunks await their commit: what is left to do for it.
 pub(crate) struct Finish {
-    pub(crate) store: Arc<dyn Store>,
     pub(crate) finisher: Finisher,
-    pub(crate) clock: Arc<dyn Clock>,
     pub(crate) indexes: Indexes,
-    pub(crate) job: ClaimedJob,
-    /// The job's lease, renewed until the document is stored: a large document's commit and
-    /// transaction can outlast it.
+    /// The job, with the store and clock it is finished with; its lease is renewed until the
+    /// document is stored, since a large document's commit and transaction can outlast it.
     pub(crate) lease: Lease,
     pub(crate) document: ProcessedDocument,
     pub(crate) progress: Progress,
@@ -176,12 +173,15 @@ impl Finish {
 
     async fn finish(self) -> Result<(), IngestError> {
         let Self {
-            store,
             finisher,
-            clock,
             indexes,
-            job,
-            lease: _,
+            lease:
+                Lease {
+                    store,
+                    clock,
+                    job,
+                    duration: _,
+                },
             document,
             mut progress,
             committed,
@@ -329,15 +329,12 @@ mod tests {
         // likes.
         let (waiting, mut queue) = mpsc::unbounded_channel();
         let finish = Finish {
-            store: Arc::clone(&store),
             finisher: Finisher { waiting },
-            clock: clock.clone(),
             indexes: Indexes {
                 keyword: Arc::clone(&keyword),
                 vectors: None,
                 indexed_here: None,
             },
-            job: job.clone(),
             lease: Lease {
                 store: Arc::clone(&store),
                 clock: clock.clone(),

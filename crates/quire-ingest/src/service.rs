@@ -779,12 +779,9 @@ impl Ingest {
             .get_or_init(|| Finisher::start(Arc::clone(&self.store), Arc::clone(&self.clock)))
             .clone();
         Ok(Some(Finish {
-            store: Arc::clone(&self.store),
             finisher,
-            clock: Arc::clone(&self.clock),
             indexes: self.indexes(),
             lease: self.lease(job),
-            job: job.clone(),
             document: ProcessedDocument {
                 chunks: processed.chunks,
                 page_count: processed.page_count,
