@@ -4,12 +4,13 @@
 //! session, so it could wait while the other one stood idle. And a lock is not fair. A caller
 //! woken when it is released can find that a newly arrived call took it first, and then it
 //! waits again at the back of the line. Under 32 concurrent searches, each embedding its query
-//! alone (int8), that put some searches several turns behind: the 99th percentile of their
-//! latency was 1.5–2 times the median (`docs/performance.md`, "Sessions handed over in order").
+//! alone (int8), that put some searches several turns behind and raised the 99th percentile of
+//! their latency; `quire bench queries` measures it (`docs/performance.md`, "Sessions handed
+//! over in order").
 //!
 //! Here a session given back goes straight to the call that has waited longest, and a new call
-//! takes a free session only when no call waits. The tenth session's pool, which had a free
-//! list and a condition variable but no order among waiters, is in the history (`7c8dfa1`).
+//! takes a free session only when no call waits. An earlier pool with a free list and a
+//! condition variable but no order among its waiters was reverted (`7c8dfa1`).
 
 use std::collections::VecDeque;
 use std::ops::{Deref, DerefMut};
