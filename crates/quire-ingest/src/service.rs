@@ -483,6 +483,10 @@ impl Ingest {
     /// longer than one lease is not claimed (and processed a second time) by another worker.
     /// When a renewal finds the lease lost, the work is dropped: the new owner does it.
     async fn process_claimed(&self, job: ClaimedJob) -> Result<Option<Finish>, IngestError> {
+        // The document's chunks are on their way to the keyword index until this returns
+        // (handed over, or not coming): the commit before them waits for them rather than
+        // starting at a pause between other workers' documents.
+        let _chunks_coming = self.index.expect_change();
         let lease = self.lease(&job);
         Ok(lease
             .keep_during(self.process_leased(&job))

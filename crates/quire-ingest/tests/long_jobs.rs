@@ -407,6 +407,42 @@ async fn a_worker_goes_on_before_its_document_is_committed() {
     }
 }
 
+/// While one worker still processes its document, another's finished document does not start
+/// a commit at the first pause: it waits for the commit at the end of the spacing (a second
+/// after the last one began), which the first document may still join.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_waits_for_a_document_still_being_processed() {
+    let f = fixture(chrono::Duration::seconds(60), Duration::from_secs(30)).await;
+    f.upload("slow.txt", &format!("Gamma pumps wait. {SLOW}"))
+        .await;
+    f.upload("quick.txt", "Delta valves close.").await;
+    // A commit now, so the next one is spaced from it.
+    let primed = std::time::Instant::now();
+    f.index
+        .submit_delete(quire_core::DocumentId::new())
+        .wait()
+        .await
+        .unwrap();
+    let ingest = Arc::clone(&f.ingest);
+    let slow = tokio::spawn(async move { ingest.process_next("w1").await });
+    f.wait_for_calls(1).await;
+    let Next::Finishing(quick) = f.ingest.start_next("w2").await.unwrap() else {
+        panic!("quick.txt was not processed up to its commit");
+    };
+    quick.run().await.unwrap();
+    // Without the slow document's change expected, the quick one is committed once no other
+    // change comes within 50 ms.
+    assert!(
+        primed.elapsed() >= Duration::from_millis(900),
+        "committed {:?} after the last commit, within the spacing of a second",
+        primed.elapsed()
+    );
+    assert_eq!(f.document("quick.txt").await.status, DocumentStatus::Ready);
+    f.embedder.gate.add_permits(1);
+    assert!(slow.await.unwrap().unwrap());
+    assert_eq!(f.document("slow.txt").await.status, DocumentStatus::Ready);
+}
+
 /// Two workers through many small documents: each ends ready and searchable once, with no more
 /// commits than documents (how many they share depends on timing; `quire-search`'s own test
 /// shows a burst sharing them).

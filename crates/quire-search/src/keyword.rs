@@ -21,8 +21,8 @@ use tantivy::tokenizer::{
 };
 use tantivy::{Index, IndexReader, ReloadPolicy, TantivyDocument, Term};
 
-pub use writer::Committed;
 use writer::{Change, Writer};
+pub use writer::{Committed, Expected};
 
 /// Name under which the analyzer is registered with Tantivy.
 const ANALYZER: &str = "quire_en";
@@ -191,6 +191,13 @@ impl KeywordIndex {
             source,
             chunks,
         })
+    }
+
+    /// Says a change to the index is on its way (a document being processed) until the returned
+    /// value is dropped: meanwhile a commit waits for the spacing to end rather than starting at
+    /// the first pause in the stream of changes, so a stream shares fewer, larger commits.
+    pub fn expect_change(&self) -> Expected {
+        self.writer.expect()
     }
 
     /// Queues the removal of every chunk of `document`; done once the promise resolves.
@@ -773,6 +780,65 @@ mod tests {
         assert_eq!(hits.len(), 1);
         assert_eq!(hits[0].document_id, late);
         assert_eq!(index.chunk_count(), 4);
+    }
+
+    /// While a change is expected, a pause in the stream longer than the linger does not start
+    /// a commit: the changes on either side of it share the commit at the end of the spacing.
+    #[test]
+    fn a_commit_waits_across_a_pause_for_an_expected_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let spacing = spaced(Duration::from_secs(3), Duration::from_millis(50));
+        let index = KeywordIndex::open_spaced(dir.path(), spacing).unwrap();
+        let source = SourceId::new();
+        let before = index.commits();
+        index
+            .submit_replace(DocumentId::new(), source, vec![chunk(0, 1, "", "one")])
+            .wait_blocking()
+            .unwrap();
+        let coming = index.expect_change();
+        let second = index.submit_replace(DocumentId::new(), source, vec![chunk(0, 1, "", "two")]);
+        // Six lingers without a change.
+        std::thread::sleep(Duration::from_millis(300));
+        let third = index.submit_replace(DocumentId::new(), source, vec![chunk(0, 1, "", "three")]);
+        drop(coming);
+        second.wait_blocking().unwrap();
+        third.wait_blocking().unwrap();
+        assert_eq!(
+            index.commits() - before,
+            2,
+            "the second and third share a commit across the pause"
+        );
+    }
+
+    /// A change that is expected and never comes holds a commit back only until the spacing
+    /// ends, and once nothing is expected the linger applies again.
+    #[test]
+    fn an_expected_change_holds_a_commit_no_longer_than_the_spacing() {
+        let dir = tempfile::tempdir().unwrap();
+        let spacing = spaced(Duration::from_secs(4), Duration::from_millis(20));
+        let index = KeywordIndex::open_spaced(dir.path(), spacing).unwrap();
+        let source = SourceId::new();
+        let submit = |word: &str| {
+            let started = Instant::now();
+            index
+                .submit_replace(DocumentId::new(), source, vec![chunk(0, 1, "", word)])
+                .wait_blocking()
+                .unwrap();
+            started.elapsed()
+        };
+        submit("idle");
+        let never = index.expect_change();
+        let held = submit("held");
+        assert!(
+            held >= Duration::from_secs(3) && held < Duration::from_secs(30),
+            "held {held:?} by a spacing of 4 s"
+        );
+        drop(never);
+        let lone = submit("lone");
+        assert!(
+            lone < Duration::from_secs(2),
+            "nothing expected, yet a lone change waited {lone:?}"
+        );
     }
 
     /// An async caller awaits the commit without blocking its runtime.

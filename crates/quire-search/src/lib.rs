@@ -10,7 +10,7 @@ mod vector;
 
 pub use fusion::{FusedHit, FusionParams, convex_combination, reciprocal_rank_fusion};
 pub use hnsw::HnswParams;
-pub use keyword::{Committed, IndexedChunk, KeywordHit, KeywordIndex, SearchError};
+pub use keyword::{Committed, Expected, IndexedChunk, KeywordHit, KeywordIndex, SearchError};
 pub use vector::{
     DocumentVectors, Precision, VectorError, VectorHit, VectorIndex, VectorIndexStats,
     VectorOptions,

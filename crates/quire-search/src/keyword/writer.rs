@@ -5,10 +5,14 @@
 //! 86 % of keyword-only ingest time (`docs/performance.md`). Changes that arrive while a commit
 //! runs, or while they keep coming within [`COMMIT_SPACING`] of the last one's start, wait for
 //! the next one, so the batch grows with the load: one document alone is committed at once, a
-//! stream of documents shares a commit every quarter second.
+//! stream of documents shares a commit every second.
+//!
+//! Callers that know a change is coming (an ingest worker processing a document) say so
+//! ([`Expected`]): while one is expected, a commit within the spacing waits for the spacing to
+//! end instead of starting at the first pause in the stream.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -36,17 +40,24 @@ pub(super) struct Spacing {
     /// Shortest time from the start of one commit to the start of the next, while changes
     /// keep coming.
     pub(super) between: Duration,
-    /// Within that time, how long a commit waits for one more change: when none comes, it
-    /// starts at once. So a caller that changes one document at a time and waits for each
-    /// commit (deletes through the API, one by one) waits at most this much more, not the
-    /// whole spacing, while a stream of documents shares a commit per spacing.
+    /// Within that time, how long a commit waits for one more change: when none comes and
+    /// none is [`Expected`], it starts at once. So a caller that changes one document at a
+    /// time and waits for each commit (deletes through the API, one by one) waits at most this
+    /// much more, not the whole spacing, while a stream of documents shares a commit per
+    /// spacing.
     pub(super) linger: Duration,
 }
 
 /// The spacing of the product's index. A change that finds the index idle for `between` is
 /// committed at once, so a lone upload is not held back.
+///
+/// A second, as Elasticsearch's default refresh interval: under a stream of documents, each
+/// becomes searchable at most a second after its chunks are handed over. With the ingest
+/// workers' changes [`Expected`], a quarter second gave a hybrid ingest 6 % more documents a
+/// second than commits at every pause did, half a second 9 %, a second 13 %
+/// (`docs/performance.md`, "Commits wait for the documents being processed").
 pub(super) const COMMIT_SPACING: Spacing = Spacing {
-    between: Duration::from_millis(250),
+    between: Duration::from_secs(1),
     linger: Duration::from_millis(50),
 };
 
@@ -113,6 +124,26 @@ pub(super) struct Writer {
     requests: Option<mpsc::Sender<Request>>,
     thread: Option<JoinHandle<()>>,
     commits: Arc<AtomicU64>,
+    expected: Arc<AtomicUsize>,
+}
+
+/// A change on its way to the index: while any is alive, a commit within the spacing does not
+/// start at a pause in the stream of changes, only when the spacing ends. Dropped when the
+/// change has been submitted, or when it will not come.
+///
+/// Why: a stream of documents through ingest workers has pauses longer than the linger
+/// whenever the embedder is slow (three workers on two cores, a document each 40 ms on
+/// average). Each pause started a commit of two or three documents, and a commit's fixed cost
+/// (a new segment's files, the writer's tables, the merges of small segments) made the keyword
+/// index a tenth of the machine's CPU (`docs/performance.md`, "Commits wait for the documents
+/// being processed").
+#[must_use = "a change is expected only while this lives"]
+pub struct Expected(Arc<AtomicUsize>);
+
+impl Drop for Expected {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Writer {
@@ -126,16 +157,27 @@ impl Writer {
         writer.set_merge_policy(Box::new(merge_policy()));
         let (requests, incoming) = mpsc::channel();
         let commits = Arc::new(AtomicU64::new(0));
-        let counter = Arc::clone(&commits);
+        let expected = Arc::new(AtomicUsize::new(0));
+        let shared = Shared {
+            commits: Arc::clone(&commits),
+            expected: Arc::clone(&expected),
+        };
         let thread = std::thread::Builder::new()
             .name("quire-keyword-writer".to_owned())
-            .spawn(move || run(writer, reader, fields, spacing, incoming, counter))
+            .spawn(move || run(writer, reader, fields, spacing, incoming, shared))
             .map_err(|e| SearchError::Open(format!("could not start the index writer: {e}")))?;
         Ok(Self {
             requests: Some(requests),
             thread: Some(thread),
             commits,
+            expected,
         })
+    }
+
+    /// Says a change is on its way, until the returned value is dropped.
+    pub(super) fn expect(&self) -> Expected {
+        self.expected.fetch_add(1, Ordering::Relaxed);
+        Expected(Arc::clone(&self.expected))
     }
 
     /// Queues `change` for the next commit.
@@ -170,16 +212,25 @@ fn merge_policy() -> LogMergePolicy {
     policy
 }
 
-/// The writer thread: takes the first waiting change, gathers others while they come until
-/// `spacing` has passed since the last commit began, takes every other one already waiting (up
-/// to [`MAX_BATCH`]), applies them in order, commits once and answers all of them.
+/// What the writer thread shares with its handle.
+struct Shared {
+    /// Commits made.
+    commits: Arc<AtomicU64>,
+    /// Changes on their way ([`Expected`]).
+    expected: Arc<AtomicUsize>,
+}
+
+/// The writer thread: takes the first waiting change, gathers others while they come (or are
+/// expected) until `spacing` has passed since the last commit began, takes every other one
+/// already waiting (up to [`MAX_BATCH`]), applies them in order, commits once and answers all
+/// of them.
 fn run(
     mut writer: IndexWriter,
     reader: IndexReader,
     fields: Fields,
     spacing: Spacing,
     incoming: mpsc::Receiver<Request>,
-    commits: Arc<AtomicU64>,
+    shared: Shared,
 ) {
     let mut last_started: Option<Instant> = None;
     while let Ok(first) = incoming.recv() {
@@ -187,7 +238,13 @@ fn run(
         // Within the spacing of the last commit, changes gather while they come until it has
         // passed; then everything waiting joins.
         if let Some(deadline) = last_started.map(|started| started + spacing.between) {
-            gather_until(&incoming, &mut batch, deadline, spacing.linger);
+            gather_until(
+                &incoming,
+                &mut batch,
+                deadline,
+                spacing.linger,
+                &shared.expected,
+            );
         }
         while batch.len() < MAX_BATCH {
             match incoming.try_recv() {
@@ -205,7 +262,7 @@ fn run(
             }
         };
         if result.is_ok() {
-            commits.fetch_add(1, Ordering::Relaxed);
+            shared.commits.fetch_add(1, Ordering::Relaxed);
         }
         let answer = result.map_err(|e| {
             tracing::error!(error = %e, changes = batch.len(), "keyword index commit failed");
@@ -217,14 +274,15 @@ fn run(
     }
 }
 
-/// Adds the changes that arrive before `deadline` to `batch` (up to [`MAX_BATCH`]), each within
-/// `linger` of the one before; returns early when none comes that soon, or when the handle is
-/// dropped, so closing the index never waits out the spacing.
+/// Adds the changes that arrive before `deadline` to `batch` (up to [`MAX_BATCH`]); returns
+/// early when none comes within `linger` and none is `expected`, or when the handle is dropped,
+/// so closing the index never waits out the spacing.
 fn gather_until(
     incoming: &mpsc::Receiver<Request>,
     batch: &mut Vec<Request>,
     deadline: Instant,
     linger: Duration,
+    expected: &AtomicUsize,
 ) {
     while batch.len() < MAX_BATCH {
         let Some(left) = deadline.checked_duration_since(Instant::now()) else {
@@ -232,6 +290,7 @@ fn gather_until(
         };
         match incoming.recv_timeout(left.min(linger)) {
             Ok(next) => batch.push(next),
+            Err(mpsc::RecvTimeoutError::Timeout) if expected.load(Ordering::Relaxed) > 0 => {}
             Err(_) => return,
         }
     }
