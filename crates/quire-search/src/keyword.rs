@@ -841,6 +841,41 @@ mod tests {
         );
     }
 
+    /// Changes that hold enough chunks are committed without waiting out the spacing, even
+    /// while more are expected: a fast stream does not wait behind its own large batches.
+    #[test]
+    fn enough_chunks_are_committed_before_the_spacing_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let spacing = spaced(Duration::from_secs(60), Duration::from_secs(60));
+        let index = KeywordIndex::open_spaced(dir.path(), spacing).unwrap();
+        let source = SourceId::new();
+        index
+            .submit_replace(DocumentId::new(), source, vec![chunk(0, 1, "", "first")])
+            .wait_blocking()
+            .unwrap();
+        let _more = index.expect_change();
+        let started = Instant::now();
+        let half = writer::ENOUGH_CHUNKS / 2;
+        let batch: Vec<Committed> = (0..2)
+            .map(|_| {
+                let chunks = (0..half)
+                    .map(|n| chunk(n as u32, 1, "", &format!("bulk{n}")))
+                    .collect();
+                index.submit_replace(DocumentId::new(), source, chunks)
+            })
+            .collect();
+        for committed in batch {
+            committed.wait_blocking().unwrap();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{} chunks waited {:?} for a spacing of a minute",
+            2 * half,
+            started.elapsed()
+        );
+        assert_eq!(index.chunk_count(), 1 + 2 * half as u64);
+    }
+
     /// An async caller awaits the commit without blocking its runtime.
     #[test]
     fn a_commit_can_be_awaited() {

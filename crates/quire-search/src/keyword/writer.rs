@@ -28,6 +28,17 @@ use super::{Fields, IndexedChunk, SearchError};
 /// waits behind others.
 const MAX_BATCH: usize = 1024;
 
+/// Chunks that make a commit worth starting before the spacing ends. A commit's cost is mostly
+/// fixed (a new segment's files, the writer's tables, merges); shared by this many chunks it
+/// is small, and waiting out the spacing would only delay them. So a fast stream (keyword-only
+/// ingest, about a thousand chunks a second) commits about as often as before commits waited
+/// for announced changes, while a slow one (an embedder's tens of chunks a second) shares a
+/// commit per spacing. Keyword-only on a memory disk, commits that always waited out the
+/// second made `quire bench ingest` 6 % slower (median of six pairs); with this bound it is
+/// as fast as before (`docs/performance.md`, "Commits wait for the documents being
+/// processed").
+pub(super) const ENOUGH_CHUNKS: usize = 256;
+
 /// How commits are spaced while changes stream in.
 ///
 /// A commit writes a new segment (several files, each synced); at ingest rates of tens of
@@ -52,10 +63,11 @@ pub(super) struct Spacing {
 /// committed at once, so a lone upload is not held back.
 ///
 /// A second, as Elasticsearch's default refresh interval: under a stream of documents, each
-/// becomes searchable at most a second after its chunks are handed over. With the ingest
-/// workers' changes [`Expected`], a quarter second gave a hybrid ingest 6 % more documents a
-/// second than commits at every pause did, half a second 9 %, a second 13 %
-/// (`docs/performance.md`, "Commits wait for the documents being processed").
+/// becomes searchable at most a second after its chunks are handed over. Commits that waited
+/// out the spacing, as they do while changes are [`Expected`], gave a hybrid ingest 6 % more
+/// documents a second than commits at every pause did when spaced a quarter second apart, 9 %
+/// at half a second, 13 % at a second (`docs/performance.md`, "Commits wait for the documents
+/// being processed").
 pub(super) const COMMIT_SPACING: Spacing = Spacing {
     between: Duration::from_secs(1),
     linger: Duration::from_millis(50),
@@ -79,6 +91,17 @@ pub(super) enum Change {
     },
     /// Remove every chunk of the document.
     Delete(DocumentId),
+}
+
+impl Change {
+    /// How much the change weighs in a commit: the chunks it adds, a delete or an empty
+    /// replacement counting as one.
+    fn chunks(&self) -> usize {
+        match self {
+            Change::Replace { chunks, .. } => chunks.len().max(1),
+            Change::Delete(_) => 1,
+        }
+    }
 }
 
 /// A change and whom to tell when it is committed (or why it is not).
@@ -134,9 +157,9 @@ pub(super) struct Writer {
 /// Why: a stream of documents through ingest workers has pauses longer than the linger
 /// whenever the embedder is slow (three workers on two cores, a document each 40 ms on
 /// average). Each pause started a commit of two or three documents, and a commit's fixed cost
-/// (a new segment's files, the writer's tables, the merges of small segments) made the keyword
-/// index a tenth of the machine's CPU (`docs/performance.md`, "Commits wait for the documents
-/// being processed").
+/// (a new segment's files, the writer's tables, the merges of small segments) put the keyword
+/// index's threads at 7 % of the machine's CPU (`docs/performance.md`, "Commits wait for the
+/// documents being processed").
 #[must_use = "a change is expected only while this lives"]
 pub struct Expected(Arc<AtomicUsize>);
 
@@ -274,9 +297,9 @@ fn run(
     }
 }
 
-/// Adds the changes that arrive before `deadline` to `batch` (up to [`MAX_BATCH`]); returns
-/// early when none comes within `linger` and none is `expected`, or when the handle is dropped,
-/// so closing the index never waits out the spacing.
+/// Adds the changes that arrive before `deadline` to `batch` (up to [`MAX_BATCH`], and until
+/// they hold [`ENOUGH_CHUNKS`]); returns early when none comes within `linger` and none is
+/// `expected`, or when the handle is dropped, so closing the index never waits out the spacing.
 fn gather_until(
     incoming: &mpsc::Receiver<Request>,
     batch: &mut Vec<Request>,
@@ -284,12 +307,16 @@ fn gather_until(
     linger: Duration,
     expected: &AtomicUsize,
 ) {
-    while batch.len() < MAX_BATCH {
+    let mut chunks: usize = batch.iter().map(|r| r.change.chunks()).sum();
+    while batch.len() < MAX_BATCH && chunks < ENOUGH_CHUNKS {
         let Some(left) = deadline.checked_duration_since(Instant::now()) else {
             return;
         };
         match incoming.recv_timeout(left.min(linger)) {
-            Ok(next) => batch.push(next),
+            Ok(next) => {
+                chunks += next.change.chunks();
+                batch.push(next);
+            }
             Err(mpsc::RecvTimeoutError::Timeout) if expected.load(Ordering::Relaxed) > 0 => {}
             Err(_) => return,
         }
