@@ -5,7 +5,8 @@
 //! 86 % of keyword-only ingest time (`docs/performance.md`). Changes that arrive while a commit
 //! runs, or while they keep coming within [`COMMIT_SPACING`] of the last one's start, wait for
 //! the next one, so the batch grows with the load: one document alone is committed at once, a
-//! stream of documents shares a commit every second.
+//! stream of documents shares a commit every second, or every [`ENOUGH_CHUNKS`] chunks when
+//! it is fast.
 //!
 //! Callers that know a change is coming (an ingest worker processing a document) say so
 //! ([`Expected`]): while one is expected, a commit within the spacing waits for the spacing to
