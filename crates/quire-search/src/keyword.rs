@@ -718,6 +718,22 @@ mod tests {
         writer::Spacing { between, linger }
     }
 
+    /// An index with commits spaced `between` (lingering `linger`), one change already
+    /// committed so the next commit is spaced from it, and the source it used.
+    fn index_after_a_commit(
+        between: Duration,
+        linger: Duration,
+    ) -> (tempfile::TempDir, KeywordIndex, SourceId) {
+        let dir = tempfile::tempdir().unwrap();
+        let index = KeywordIndex::open_spaced(dir.path(), spaced(between, linger)).unwrap();
+        let source = SourceId::new();
+        index
+            .submit_replace(DocumentId::new(), source, vec![chunk(0, 1, "", "first")])
+            .wait_blocking()
+            .unwrap();
+        (dir, index, source)
+    }
+
     /// A change that arrives within the spacing of the last commit waits while others keep
     /// coming, and shares its commit with them.
     #[test]
@@ -786,15 +802,8 @@ mod tests {
     /// a commit: the changes on either side of it share the commit at the end of the spacing.
     #[test]
     fn a_commit_waits_across_a_pause_for_an_expected_change() {
-        let dir = tempfile::tempdir().unwrap();
-        let spacing = spaced(Duration::from_secs(3), Duration::from_millis(50));
-        let index = KeywordIndex::open_spaced(dir.path(), spacing).unwrap();
-        let source = SourceId::new();
-        let before = index.commits();
-        index
-            .submit_replace(DocumentId::new(), source, vec![chunk(0, 1, "", "one")])
-            .wait_blocking()
-            .unwrap();
+        let (_dir, index, source) =
+            index_after_a_commit(Duration::from_secs(3), Duration::from_millis(50));
         let coming = index.expect_change();
         let second = index.submit_replace(DocumentId::new(), source, vec![chunk(0, 1, "", "two")]);
         // Six lingers without a change.
@@ -804,7 +813,7 @@ mod tests {
         second.wait_blocking().unwrap();
         third.wait_blocking().unwrap();
         assert_eq!(
-            index.commits() - before,
+            index.commits(),
             2,
             "the second and third share a commit across the pause"
         );
@@ -845,14 +854,8 @@ mod tests {
     /// while more are expected: a fast stream does not wait behind its own large batches.
     #[test]
     fn enough_chunks_are_committed_before_the_spacing_ends() {
-        let dir = tempfile::tempdir().unwrap();
-        let spacing = spaced(Duration::from_secs(60), Duration::from_secs(60));
-        let index = KeywordIndex::open_spaced(dir.path(), spacing).unwrap();
-        let source = SourceId::new();
-        index
-            .submit_replace(DocumentId::new(), source, vec![chunk(0, 1, "", "first")])
-            .wait_blocking()
-            .unwrap();
+        let (_dir, index, source) =
+            index_after_a_commit(Duration::from_secs(60), Duration::from_secs(60));
         let _more = index.expect_change();
         let started = Instant::now();
         let half = writer::ENOUGH_CHUNKS / 2;

@@ -147,8 +147,7 @@ fn outcome(
 pub(super) struct Writer {
     requests: Option<mpsc::Sender<Request>>,
     thread: Option<JoinHandle<()>>,
-    commits: Arc<AtomicU64>,
-    expected: Arc<AtomicUsize>,
+    shared: Arc<Shared>,
 }
 
 /// A change on its way to the index: while any is alive, a commit within the spacing does not
@@ -162,11 +161,11 @@ pub(super) struct Writer {
 /// index's threads at 7 % of the machine's CPU (`docs/performance.md`, "Commits wait for the
 /// documents being processed").
 #[must_use = "a change is expected only while this lives"]
-pub struct Expected(Arc<AtomicUsize>);
+pub struct Expected(Arc<Shared>);
 
 impl Drop for Expected {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
+        self.0.expected.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -180,28 +179,26 @@ impl Writer {
     ) -> Result<Self, SearchError> {
         writer.set_merge_policy(Box::new(merge_policy()));
         let (requests, incoming) = mpsc::channel();
-        let commits = Arc::new(AtomicU64::new(0));
-        let expected = Arc::new(AtomicUsize::new(0));
-        let shared = Shared {
-            commits: Arc::clone(&commits),
-            expected: Arc::clone(&expected),
-        };
+        let shared = Arc::new(Shared {
+            commits: AtomicU64::new(0),
+            expected: AtomicUsize::new(0),
+        });
+        let counters = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("quire-keyword-writer".to_owned())
-            .spawn(move || run(writer, reader, fields, spacing, incoming, shared))
+            .spawn(move || run(writer, reader, fields, spacing, incoming, &counters))
             .map_err(|e| SearchError::Open(format!("could not start the index writer: {e}")))?;
         Ok(Self {
             requests: Some(requests),
             thread: Some(thread),
-            commits,
-            expected,
+            shared,
         })
     }
 
     /// Says a change is on its way, until the returned value is dropped.
     pub(super) fn expect(&self) -> Expected {
-        self.expected.fetch_add(1, Ordering::Relaxed);
-        Expected(Arc::clone(&self.expected))
+        self.shared.expected.fetch_add(1, Ordering::Relaxed);
+        Expected(Arc::clone(&self.shared))
     }
 
     /// Queues `change` for the next commit.
@@ -217,7 +214,7 @@ impl Writer {
 
     /// Commits made since the index was opened.
     pub(super) fn commits(&self) -> u64 {
-        self.commits.load(Ordering::Relaxed)
+        self.shared.commits.load(Ordering::Relaxed)
     }
 }
 
@@ -239,9 +236,9 @@ fn merge_policy() -> LogMergePolicy {
 /// What the writer thread shares with its handle.
 struct Shared {
     /// Commits made.
-    commits: Arc<AtomicU64>,
+    commits: AtomicU64,
     /// Changes on their way ([`Expected`]).
-    expected: Arc<AtomicUsize>,
+    expected: AtomicUsize,
 }
 
 /// The writer thread: takes the first waiting change, gathers others while they come (or are
@@ -254,7 +251,7 @@ fn run(
     fields: Fields,
     spacing: Spacing,
     incoming: mpsc::Receiver<Request>,
-    shared: Shared,
+    shared: &Shared,
 ) {
     let mut last_started: Option<Instant> = None;
     while let Ok(first) = incoming.recv() {
