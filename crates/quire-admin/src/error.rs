@@ -3,19 +3,12 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use quire_app::AppError;
-use quire_store::StoreError;
 
 use crate::html;
 
 /// Why an admin page could not be served.
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
-    /// The store failed.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// Staging, accepting or deleting a document failed.
-    #[error(transparent)]
-    Ingest(#[from] quire_ingest::IngestError),
     /// A use case refused or failed.
     #[error(transparent)]
     App(#[from] AppError),
@@ -27,40 +20,38 @@ pub enum AdminError {
     Randomness(String),
 }
 
+/// The status a page answers a use case's refusal or failure with.
+pub(crate) fn status_of(e: &AppError) -> StatusCode {
+    match e {
+        AppError::Invalid(_) => StatusCode::BAD_REQUEST,
+        AppError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+        AppError::Forbidden(_) => StatusCode::FORBIDDEN,
+        AppError::NotFound(_) => StatusCode::NOT_FOUND,
+        AppError::Conflict(_) => StatusCode::CONFLICT,
+        AppError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+        AppError::InsufficientStorage(_) => StatusCode::INSUFFICIENT_STORAGE,
+        AppError::RateLimited(_) | AppError::QueueFull(_) => StatusCode::TOO_MANY_REQUESTS,
+        AppError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+        AppError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
 impl IntoResponse for AdminError {
     fn into_response(self) -> Response {
         // A refusal the pages did not handle themselves is shown with its reason; every other
-        // variant is a fault of the service, whose details go to the log only.
-        let refused = |status: StatusCode, message: &str| {
-            html::bare_page(status, "Request refused", maud::html! { p { (message) } })
-        };
+        // variant is a fault of the service, whose details go to the log only (an internal
+        // error of a use case has been logged where it happened).
         match &self {
-            AdminError::App(AppError::Invalid(m)) => {
-                return refused(StatusCode::BAD_REQUEST, m);
-            }
-            AdminError::App(AppError::Unauthorized(m)) => {
-                return refused(StatusCode::UNAUTHORIZED, m);
-            }
-            AdminError::App(AppError::Forbidden(m)) => return refused(StatusCode::FORBIDDEN, m),
-            AdminError::App(AppError::NotFound(m)) => return refused(StatusCode::NOT_FOUND, m),
-            AdminError::App(AppError::Conflict(m)) => return refused(StatusCode::CONFLICT, m),
-            AdminError::App(AppError::TooLarge(m)) => {
-                return refused(StatusCode::PAYLOAD_TOO_LARGE, m);
-            }
-            AdminError::App(AppError::InsufficientStorage(m)) => {
-                return refused(StatusCode::INSUFFICIENT_STORAGE, m);
-            }
-            AdminError::App(e @ (AppError::RateLimited(_) | AppError::QueueFull(_))) => {
-                return refused(StatusCode::TOO_MANY_REQUESTS, &e.to_string());
-            }
-            AdminError::App(e @ AppError::Unavailable(_)) => {
-                return refused(StatusCode::SERVICE_UNAVAILABLE, &e.to_string());
-            }
             AdminError::App(AppError::Internal) => {}
-            AdminError::Store(_)
-            | AdminError::Ingest(_)
-            | AdminError::Hashing(_)
-            | AdminError::Randomness(_) => {
+            AdminError::App(e) => {
+                let message = e.to_string();
+                return html::bare_page(
+                    status_of(e),
+                    "Request refused",
+                    maud::html! { p { (message) } },
+                );
+            }
+            AdminError::Hashing(_) | AdminError::Randomness(_) => {
                 tracing::error!(error = %self, "admin page failed");
             }
         }

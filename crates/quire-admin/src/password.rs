@@ -3,9 +3,9 @@
 
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
-use chrono::{DateTime, Utc};
+use quire_app::admin_access;
+use quire_app::{Actor, Ledger};
 use quire_core::Secret;
-use quire_store::{AuditEntry, Store};
 
 use crate::AdminError;
 
@@ -70,40 +70,26 @@ pub(crate) async fn verify_blocking(
         .map_err(|e| AdminError::Hashing(e.to_string()))?
 }
 
-/// Sets the admin password (ending every session) and records it in the audit log with
-/// `how` as the detail, e.g. "set from the command line".
+/// Sets the admin password (ending every session); `actor` and `how` (the detail, e.g. "set
+/// from the command line") go to the audit log.
 pub async fn set(
-    store: &dyn Store,
+    ledger: &Ledger,
+    actor: &Actor,
     password: Secret<String>,
-    now: DateTime<Utc>,
     how: &str,
 ) -> Result<(), PasswordError> {
     check_new(password.expose())?;
     let hashed = hash_blocking(password).await?;
-    store
-        .set_admin_password_hash(&hashed, now)
-        .await
-        .map_err(AdminError::from)?;
-    store
-        .record_audit(AuditEntry {
-            at: now,
-            action: "admin.password_set".into(),
-            detail: how.into(),
-        })
+    admin_access::set_password_hash(ledger, actor, &hashed, how)
         .await
         .map_err(AdminError::from)?;
     Ok(())
 }
 
-/// At start: sets the password from `QUIRE_ADMIN_PASSWORD` when none is stored yet. Returns
-/// true when it did; a stored password is never replaced this way.
-pub async fn set_initial(
-    store: &dyn Store,
-    password: Secret<String>,
-    now: DateTime<Utc>,
-) -> Result<bool, PasswordError> {
-    if store
-        .admin_password_hash()
+/// At start: sets the password from `QUIRE_ADMIN_PASSWORD` when none is stored yet (as the
+/// operator). Returns true when it did; a stored password is never replaced this way.
+pub async fn set_initial(ledger: &Ledger, password: Secret<String>) -> Result<bool, PasswordError> {
+    if admin_access::password_hash(ledger)
         .await
         .map_err(AdminError::from)?
         .is_some()
@@ -111,9 +97,9 @@ pub async fn set_initial(
         return Ok(false);
     }
     set(
-        store,
+        ledger,
+        &Actor::Operator,
         password,
-        now,
         "set from QUIRE_ADMIN_PASSWORD at start",
     )
     .await?;

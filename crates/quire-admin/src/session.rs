@@ -8,6 +8,7 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use chrono::{DateTime, Duration, Utc};
+use quire_app::admin_access;
 use sha2::{Digest, Sha256};
 
 use crate::error::random_hex;
@@ -145,18 +146,16 @@ impl FromRequestParts<AdminState> for Signed {
             return Err(missing);
         };
         let token_hash = hash_token(token);
-        let session = state
-            .app
-            .store
-            .admin_session(&token_hash)
+        // An ended session is not found.
+        let session = admin_access::session(&state.app, &token_hash)
             .await
             .map_err(|e| NotSignedIn::Failed(e.into()))?;
         match session {
-            Some(s) if s.expires_at > state.app.clock.now() => Ok(Signed {
+            Some(s) => Ok(Signed {
                 token_hash,
                 csrf: s.csrf,
             }),
-            _ => Err(missing),
+            None => Err(missing),
         }
     }
 }

@@ -1,22 +1,111 @@
-//! Reading a document's text back, page by page, for adapters that hand documents to an agent
-//! (the MCP server's `get_document` tool and its document resources). The text is rebuilt from
-//! the stored passages: consecutive passages of one page and section repeat a few words of
-//! each other (the chunker's overlap), which are taken out again here.
+//! Documents: listed, read (with their progress while processing) and deleted within the
+//! caller's scope, and their text read back page by page for adapters that hand documents to
+//! an agent (the MCP server's `get_document` tool and its document resources). The text is
+//! rebuilt from the stored passages: consecutive passages of one page and section repeat a few
+//! words of each other (the chunker's overlap), which are taken out again here.
 
 use quire_core::{ChunkDraft, DocumentId, DocumentRecord, DocumentStatus, SourceId, SourceScope};
+use quire_store::DocumentProgress;
 
-use crate::{AppError, Services};
+use crate::{Actor, AppError, Ledger, audit};
+
+/// The documents of `source`, newest first; [`AppError::NotFound`] alike for a missing source
+/// and one outside `scope`.
+pub async fn list(
+    ledger: &Ledger,
+    scope: &SourceScope,
+    source: SourceId,
+) -> Result<Vec<DocumentRecord>, AppError> {
+    ledger
+        .store()
+        .list_documents(scope, source)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("data source {source} not found")))
+}
+
+/// Document `id` of `source` in `scope`, with its progress while it is being processed.
+pub async fn get(
+    ledger: &Ledger,
+    scope: &SourceScope,
+    source: SourceId,
+    id: DocumentId,
+) -> Result<(DocumentRecord, Option<DocumentProgress>), AppError> {
+    let document = ledger
+        .store()
+        .get_document(scope, source, id)
+        .await?
+        .ok_or_else(|| not_found(id))?;
+    let progress = progress_of(ledger, &document).await?;
+    Ok((document, progress))
+}
+
+/// Document `id` in whatever source (for the administrator, who sees every source), with its
+/// progress while it is being processed.
+pub async fn find(
+    ledger: &Ledger,
+    id: DocumentId,
+) -> Result<(DocumentRecord, Option<DocumentProgress>), AppError> {
+    let document = ledger
+        .store()
+        .find_document(id)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("document {id} not found")))?;
+    let progress = progress_of(ledger, &document).await?;
+    Ok((document, progress))
+}
+
+/// Only a document being processed has progress; the others save the query.
+async fn progress_of(
+    ledger: &Ledger,
+    document: &DocumentRecord,
+) -> Result<Option<DocumentProgress>, AppError> {
+    Ok(match document.status {
+        DocumentStatus::Processing => ledger.store().document_progress(document.id).await?,
+        _ => None,
+    })
+}
+
+/// The stored passages of document `id`, in order (for the administrator's document page).
+pub async fn passages(ledger: &Ledger, id: DocumentId) -> Result<Vec<ChunkDraft>, AppError> {
+    Ok(ledger.store().document_chunks(id).await?)
+}
+
+/// Deletes document `id` of `source` (in the actor's scope) with its passages, index entries,
+/// vectors and original, and records it in the audit log; returns the document as it was.
+pub async fn delete(
+    ledger: &Ledger,
+    actor: &Actor,
+    source: SourceId,
+    id: DocumentId,
+) -> Result<DocumentRecord, AppError> {
+    let document = ledger
+        .remove_document(actor.scope(), source, id)
+        .await?
+        .ok_or_else(|| not_found(id))?;
+    audit::record(
+        ledger,
+        actor,
+        "document.deleted",
+        format!("{} ({})", document.name, document.id),
+    )
+    .await?;
+    Ok(document)
+}
+
+fn not_found(id: DocumentId) -> AppError {
+    AppError::NotFound(format!("document {id} not found in this data source"))
+}
 
 /// The `ready` documents of every source in `scope`, with their source, source by source.
 /// (One query per source: the store has no call that lists documents across sources yet.)
 pub async fn ready_in_scope(
-    services: &Services,
+    ledger: &Ledger,
     scope: &SourceScope,
 ) -> Result<Vec<(quire_core::SourceRecord, DocumentRecord)>, AppError> {
     let mut ready = Vec::new();
-    for source in services.store.list_sources(scope).await? {
-        let documents = services
-            .store
+    for source in ledger.store().list_sources(scope).await? {
+        let documents = ledger
+            .store()
             .list_documents(scope, source.id)
             .await?
             .unwrap_or_default();
@@ -57,7 +146,7 @@ pub struct DocumentPages {
 /// `source`, which must be in `scope`; [`AppError::NotFound`] alike for a missing document and
 /// one outside the scope. A document that is not ready yet has no pages.
 pub async fn read_pages(
-    services: &Services,
+    ledger: &Ledger,
     scope: &SourceScope,
     source: SourceId,
     id: DocumentId,
@@ -72,8 +161,8 @@ pub async fn read_pages(
             "read 1 to {MAX_PAGES_PER_READ} pages at a time (asked for {count})"
         )));
     }
-    let document = services
-        .store
+    let document = ledger
+        .store()
         .get_document(scope, source, id)
         .await?
         .ok_or_else(|| {
@@ -86,7 +175,7 @@ pub async fn read_pages(
             next_page: None,
         });
     }
-    let chunks = services.store.document_chunks(id).await?;
+    let chunks = ledger.store().document_chunks(id).await?;
     let last = first.saturating_add(count - 1);
     let pages = page_texts(chunks.iter().filter(|c| (first..=last).contains(&c.page)));
     let next_page = chunks.iter().map(|c| c.page).filter(|p| *p > last).min();

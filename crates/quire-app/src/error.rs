@@ -165,4 +165,12 @@ mod tests {
         let large: AppError = StageError::TooLarge { limit: 10 }.into();
         assert!(matches!(large, AppError::TooLarge(m) if m.contains("10 bytes")));
     }
+
+    #[test]
+    fn unreachable_file_storage_is_unavailable_without_its_address() {
+        let e: AppError =
+            IngestError::FilesUnavailable("connect to 10.0.0.7:9000 refused".into()).into();
+        assert_eq!(e, AppError::Unavailable(Dependency::Files));
+        assert!(!e.to_string().contains("10.0.0.7"));
+    }
 }

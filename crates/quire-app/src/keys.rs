@@ -1,12 +1,11 @@
-//! Issuing API keys (the admin interface and the CLI), and recognising them (every adapter that
-//! authenticates a request). A key is `qk_` followed by 48 hex digits (192 random bits); only its
-//! SHA-256 is stored. A fast hash is enough because the secret is random, not chosen by a
-//! person, so it cannot be guessed from a dictionary.
+//! API keys: issued, listed and revoked by administrators (the admin interface and the CLI),
+//! and recognised by every adapter that authenticates a request. A key is `qk_` followed by 48
+//! hex digits (192 random bits); only its SHA-256 is stored. A fast hash is enough because the
+//! secret is random, not chosen by a person, so it cannot be guessed from a dictionary.
 
-use quire_core::{ApiKeyRecord, Clock, KeyId, NewApiKey, Permission, Secret, SourceScope};
-use quire_store::Store;
+use quire_core::{ApiKeyRecord, KeyId, NewApiKey, Permission, Secret, SourceScope};
 
-use crate::AppError;
+use crate::{Actor, AppError, Ledger, audit};
 use sha2::{Digest, Sha256};
 
 const PREFIX: &str = "qk_";
@@ -25,17 +24,18 @@ pub struct KeySpec {
     pub rate_limit: Option<u32>,
 }
 
-/// Creates and stores a key; the secret is returned once and never again. A scope naming a
-/// source that does not exist is [`AppError::Invalid`].
-pub async fn issue_key(
-    store: &dyn Store,
-    clock: &dyn Clock,
+/// Creates and stores a key and records it in the audit log; the secret is returned once and
+/// never again. A scope naming a source that does not exist is [`AppError::Invalid`].
+pub async fn create(
+    ledger: &Ledger,
+    actor: &Actor,
     spec: KeySpec,
 ) -> Result<(ApiKeyRecord, Secret<String>), AppError> {
     let mut bytes = [0u8; RANDOM_BYTES];
     getrandom::fill(&mut bytes).map_err(|e| AppError::internal(&format!("no randomness: {e}")))?;
     let secret = format!("{PREFIX}{}", hex::encode(bytes));
-    let record = store
+    let record = ledger
+        .store()
         .create_key(NewApiKey {
             id: KeyId::new(),
             name: spec.name,
@@ -43,10 +43,54 @@ pub async fn issue_key(
             scope: spec.scope,
             rate_limit: spec.rate_limit,
             key_hash: hash_key(&secret),
-            created_at: clock.now(),
+            created_at: ledger.now(),
         })
         .await?;
+    audit::record(
+        ledger,
+        actor,
+        "key.created",
+        format!(
+            "{} ({}), {}, {}",
+            record.name,
+            record.id,
+            record.permission,
+            describe_scope(&record.scope)
+        ),
+    )
+    .await?;
     Ok((record, Secret::new(secret)))
+}
+
+/// Every key, revoked ones included, oldest first.
+pub async fn list(ledger: &Ledger) -> Result<Vec<ApiKeyRecord>, AppError> {
+    Ok(ledger.store().list_keys().await?)
+}
+
+/// Revokes key `id` (at once: every later request with it is refused) and records it in the
+/// audit log; the key as it now is. [`AppError::NotFound`] when there is no such key.
+pub async fn revoke(ledger: &Ledger, actor: &Actor, id: KeyId) -> Result<ApiKeyRecord, AppError> {
+    let key = ledger
+        .store()
+        .revoke_key(id, ledger.now())
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("no API key with id {id}")))?;
+    audit::record(
+        ledger,
+        actor,
+        "key.revoked",
+        format!("{} ({})", key.name, key.id),
+    )
+    .await?;
+    Ok(key)
+}
+
+/// How the audit log and listings describe a scope.
+pub fn describe_scope(scope: &SourceScope) -> String {
+    match scope {
+        SourceScope::All => "all sources".into(),
+        SourceScope::Only(ids) => format!("{} source(s)", ids.len()),
+    }
 }
 
 /// The stored form of a key.

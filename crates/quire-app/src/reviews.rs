@@ -1,19 +1,16 @@
-//! The personal-data review queue: held documents, read and decided by administrators. Every
-//! call takes the caller's scope: a review of a document in a source outside it answers
-//! exactly like one that does not exist.
+//! The personal-data review queue: held documents, read and decided by administrators (over
+//! REST with an admin key, in the admin interface, or with `quire review`). Every call takes
+//! the caller's scope: a review of a document in a source outside it answers exactly like one
+//! that does not exist. Decisions are recorded in the audit log.
 
 use quire_core::{DocumentId, DocumentStatus, SourceScope};
-use quire_ingest::Review;
 use quire_store::{ReviewDecision, ReviewRecord};
 
-use crate::{AppError, Services};
+use crate::{Actor, AppError, Ledger, audit};
 
 /// Documents waiting for a decision in `scope`, oldest first.
-pub async fn pending(
-    services: &Services,
-    scope: &SourceScope,
-) -> Result<Vec<ReviewRecord>, AppError> {
-    let waiting = services.store.pending_reviews().await?;
+pub async fn pending(ledger: &Ledger, scope: &SourceScope) -> Result<Vec<ReviewRecord>, AppError> {
+    let waiting = ledger.store().pending_reviews().await?;
     Ok(waiting
         .into_iter()
         .filter(|r| scope.allows(r.document.source_id))
@@ -23,12 +20,12 @@ pub async fn pending(
 /// One document's review (waiting or decided); [`AppError::NotFound`] when it was never held
 /// or lies outside `scope`.
 pub async fn get(
-    services: &Services,
+    ledger: &Ledger,
     scope: &SourceScope,
     id: DocumentId,
 ) -> Result<ReviewRecord, AppError> {
-    services
-        .store
+    ledger
+        .store()
         .get_review(id)
         .await?
         .filter(|r| scope.allows(r.document.source_id))
@@ -41,42 +38,43 @@ pub async fn get(
 /// decision also takes the findings out of the document's name, in the same store call.
 /// [`AppError::Conflict`] when it is no longer waiting.
 pub async fn decide(
-    services: &Services,
-    scope: &SourceScope,
+    ledger: &Ledger,
+    actor: &Actor,
     id: DocumentId,
     decision: ReviewDecision,
 ) -> Result<ReviewRecord, AppError> {
-    let review = get(services, scope, id).await?;
-    let decided = match services.ingest.review() {
-        Some(screening) => screening.decided(&review, decision),
-        // Screening was turned off after the document was held: the decision still stands,
-        // with the default policy's idea of what to redact in the name.
-        None => Review::new(Default::default()).decided(&review, decision),
-    };
-    if !services
-        .store
-        .decide_review(id, decided, services.clock.now())
+    let scope = actor.scope();
+    let review = get(ledger, scope, id).await?;
+    let decided = ledger.screening().decided(&review, decision);
+    if !ledger
+        .store()
+        .decide_review(id, decided, ledger.now())
         .await?
     {
-        let review = get(services, scope, id).await?;
+        let review = get(ledger, scope, id).await?;
         return Err(AppError::Conflict(format!(
             "document {id} is not waiting for review (it is {})",
             review.document.status.as_str()
         )));
     }
-    services.ingest.notify_worker();
-    get(services, scope, id).await
+    ledger.wake_workers();
+    let action = match decision {
+        ReviewDecision::Approve => "review.approved",
+        ReviewDecision::Redact => "review.redacted",
+    };
+    audit::record(ledger, actor, action, describe(&review)).await?;
+    get(ledger, scope, id).await
 }
 
-/// Deletes a held document with its original file; returns the review as it was.
-/// [`AppError::NotFound`] when the document is not waiting for review.
+/// Deletes a held document with its original file and records it in the audit log; returns
+/// the review as it was. [`AppError::NotFound`] when the document is not waiting for review.
 pub async fn reject(
-    services: &Services,
-    scope: &SourceScope,
+    ledger: &Ledger,
+    actor: &Actor,
     id: DocumentId,
 ) -> Result<ReviewRecord, AppError> {
     let not_waiting = || AppError::NotFound(format!("document {id} is not waiting for review"));
-    let review = match get(services, scope, id).await {
+    let review = match get(ledger, actor.scope(), id).await {
         Ok(review) => review,
         Err(AppError::NotFound(_)) => return Err(not_waiting()),
         Err(e) => return Err(e),
@@ -84,11 +82,17 @@ pub async fn reject(
     if review.decision.is_some() || review.document.status != DocumentStatus::PendingReview {
         return Err(not_waiting());
     }
-    services
-        .ingest
-        .delete(&SourceScope::All, review.document.source_id, id)
-        .await?;
+    ledger
+        .remove_document(&SourceScope::All, review.document.source_id, id)
+        .await?
+        .ok_or_else(not_waiting)?;
+    audit::record(ledger, actor, "review.rejected", describe(&review)).await?;
     Ok(review)
+}
+
+/// How the audit log names a reviewed document.
+fn describe(review: &ReviewRecord) -> String {
+    format!("{} ({})", review.document.name, review.document.id)
 }
 
 fn not_held(id: DocumentId) -> AppError {

@@ -1,5 +1,7 @@
 //! What the use cases work with: the store, the indexes, ingestion, the limiter, the clock and
-//! the generator, assembled once at start and shared by every adapter.
+//! the generator, assembled once at start and shared by every adapter. The fields are private:
+//! adapters reach them only through the use cases, so no adapter can bypass a policy or the
+//! audit log.
 
 use std::sync::Arc;
 
@@ -8,6 +10,7 @@ use quire_ingest::Ingest;
 use quire_search::KeywordIndex;
 use quire_store::Store;
 
+use crate::Ledger;
 use crate::answers::Generation;
 use crate::rate_limit::RateLimiter;
 use crate::search::SearchSettings;
@@ -26,9 +29,8 @@ pub struct WebhookSettings {
     pub allow_private_targets: bool,
 }
 
-/// Everything a use case can reach. Cheap to clone: every part is shared.
-#[derive(Clone)]
-pub struct Services {
+/// The parts [`Services::new`] assembles (built by the server's wiring).
+pub struct ServiceParts {
     /// Persistent state.
     pub store: Arc<dyn Store>,
     /// Keyword index.
@@ -50,6 +52,86 @@ pub struct Services {
     /// Whether semantic search is on and with which model, or why it is off (for the health
     /// output).
     pub semantic_note: Arc<str>,
+}
+
+/// Everything a use case can reach. Cheap to clone: every part is shared.
+#[derive(Clone)]
+pub struct Services {
+    pub(crate) ledger: Ledger,
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) index: Arc<KeywordIndex>,
+    pub(crate) ingest: Arc<Ingest>,
+    pub(crate) limiter: Arc<RateLimiter>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) search: SearchSettings,
+    pub(crate) uploads: UploadSettings,
+    pub(crate) webhooks: WebhookSettings,
+    pub(crate) generation: Generation,
+    pub(crate) semantic_note: Arc<str>,
+}
+
+impl Services {
+    /// Assembles the services from their parts.
+    pub fn new(parts: ServiceParts) -> Self {
+        Self {
+            ledger: Ledger::serving(
+                Arc::clone(&parts.store),
+                Arc::clone(&parts.clock),
+                Arc::clone(&parts.ingest),
+            ),
+            store: parts.store,
+            index: parts.index,
+            ingest: parts.ingest,
+            limiter: parts.limiter,
+            clock: parts.clock,
+            search: parts.search,
+            uploads: parts.uploads,
+            webhooks: parts.webhooks,
+            generation: parts.generation,
+            semantic_note: parts.semantic_note,
+        }
+    }
+
+    /// The store-backed part, which the use cases shared with the command line take.
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    /// The rate limiter, for the adapters' rate-limit headers and checks.
+    pub fn limiter(&self) -> &RateLimiter {
+        &self.limiter
+    }
+
+    /// Upload policy.
+    pub fn upload_settings(&self) -> UploadSettings {
+        self.uploads
+    }
+
+    /// The largest file one upload may carry, in bytes.
+    pub fn max_upload_bytes(&self) -> u64 {
+        self.ingest.settings().max_upload_bytes
+    }
+
+    /// The generator and its queue.
+    pub fn generation(&self) -> &Generation {
+        &self.generation
+    }
+
+    /// Why semantic search is off, or which model it runs with, for the operator's own tools
+    /// (`quire eval`/`quire bench` say it when they need a model). Adapters show it only
+    /// through [`crate::health::report`], to admin keys.
+    pub fn semantic_note(&self) -> &str {
+        &self.semantic_note
+    }
+}
+
+/// Use cases shared with the command line take a [`Ledger`]; a `&Services` is one.
+impl std::ops::Deref for Services {
+    type Target = Ledger;
+
+    fn deref(&self) -> &Ledger {
+        &self.ledger
+    }
 }
 
 impl std::fmt::Debug for Services {

@@ -8,10 +8,11 @@ use std::pin::pin;
 
 use futures_util::{Stream, StreamExt};
 use quire_core::{SourceId, SourceScope};
-use quire_ingest::{StageError, Upload};
+use quire_ingest::StageError;
+pub use quire_ingest::{Upload, clean_file_name};
 use quire_store::Created;
 
-use crate::{AppError, Services};
+use crate::{Actor, AppError, Services, audit};
 
 /// Room for multipart boundaries and part headers on top of the file bytes, per part.
 pub const PART_OVERHEAD_BYTES: u64 = 64 * 1024;
@@ -118,16 +119,43 @@ where
     })
 }
 
-/// Stores a staged upload as a new `queued` document of `source` (in `scope`) and wakes a
-/// worker; when the source already holds the same bytes, the existing document is returned as
-/// [`Created::Existing`] and nothing is stored.
+/// Stores a staged upload as a new `queued` document of `source` (in the actor's scope),
+/// wakes a worker and records the upload in the audit log; when the source already holds the
+/// same bytes, the existing document is returned as [`Created::Existing`] and nothing is
+/// stored.
 pub async fn accept(
     services: &Services,
-    scope: &SourceScope,
+    actor: &Actor,
     source: SourceId,
     upload: Upload,
 ) -> Result<Created, AppError> {
-    Ok(services.ingest.accept(scope, source, upload).await?)
+    let created = services
+        .ingest
+        .accept(actor.scope(), source, upload)
+        .await?;
+    record_upload(services, actor, &created).await?;
+    Ok(created)
+}
+
+/// The audit entry of an upload that created a document.
+async fn record_upload(
+    services: &Services,
+    actor: &Actor,
+    created: &Created,
+) -> Result<(), AppError> {
+    if let Created::New(document) = created {
+        audit::record(
+            services,
+            actor,
+            "document.uploaded",
+            format!(
+                "{} ({}) in {}",
+                document.name, document.id, document.source_id
+            ),
+        )
+        .await?;
+    }
+    Ok(())
 }
 
 /// Stores staged uploads as [`accept`] does each, in one store transaction: what became of
@@ -135,11 +163,17 @@ pub async fn accept(
 /// nothing is stored).
 pub async fn accept_all(
     services: &Services,
-    scope: &SourceScope,
+    actor: &Actor,
     source: SourceId,
     uploads: Vec<Upload>,
 ) -> Result<Vec<Result<Created, AppError>>, AppError> {
-    let accepted = services.ingest.accept_all(scope, source, uploads).await?;
+    let accepted = services
+        .ingest
+        .accept_all(actor.scope(), source, uploads)
+        .await?;
+    for created in accepted.iter().flatten() {
+        record_upload(services, actor, created).await?;
+    }
     Ok(accepted
         .into_iter()
         .map(|outcome| outcome.map_err(AppError::from))

@@ -10,7 +10,7 @@
 use quire_core::{SourceScope, WebhookEvent, WebhookId};
 use quire_store::{DeliveryAttempt, NewWebhook, WebhookRecord};
 
-use crate::{AppError, Services};
+use crate::{Actor, AppError, Ledger, Services, audit};
 
 /// A registered webhook and its signing secret (returned once, never again).
 #[derive(Debug)]
@@ -51,6 +51,7 @@ pub fn parse_events<S: AsRef<str>>(names: &[S]) -> Result<Vec<WebhookEvent>, App
 /// internal address (unless `webhooks.allow_private_targets`).
 pub async fn register(
     services: &Services,
+    actor: &Actor,
     scope: SourceScope,
     raw_url: &str,
     events: Vec<WebhookEvent>,
@@ -76,6 +77,13 @@ pub async fn register(
             created_at: services.clock.now(),
         })
         .await?;
+    audit::record(
+        services,
+        actor,
+        "webhook.created",
+        format!("{} ({})", webhook.url, webhook.id),
+    )
+    .await?;
     Ok(Registered { webhook, secret })
 }
 
@@ -90,11 +98,8 @@ pub fn visible_to(caller: &SourceScope, webhook: &WebhookRecord) -> bool {
 }
 
 /// The webhooks the caller may see, oldest first.
-pub async fn list(
-    services: &Services,
-    caller: &SourceScope,
-) -> Result<Vec<WebhookRecord>, AppError> {
-    let mut webhooks = services.store.list_webhooks().await?;
+pub async fn list(ledger: &Ledger, caller: &SourceScope) -> Result<Vec<WebhookRecord>, AppError> {
+    let mut webhooks = ledger.store().list_webhooks().await?;
     webhooks.retain(|w| visible_to(caller, w));
     Ok(webhooks)
 }
@@ -102,43 +107,44 @@ pub async fn list(
 /// The webhook `id`; [`AppError::NotFound`] when it does not exist or lies outside the caller's
 /// scope.
 pub async fn get(
-    services: &Services,
+    ledger: &Ledger,
     caller: &SourceScope,
     id: WebhookId,
 ) -> Result<WebhookRecord, AppError> {
-    services
-        .store
+    ledger
+        .store()
         .get_webhook(id)
         .await?
         .filter(|w| visible_to(caller, w))
         .ok_or_else(|| not_found(id))
 }
 
-/// Deletes the webhook `id` with its pending events and delivery log; [`AppError::NotFound`]
-/// as for [`get`].
-pub async fn delete(
-    services: &Services,
-    caller: &SourceScope,
-    id: WebhookId,
-) -> Result<(), AppError> {
-    get(services, caller, id).await?;
-    if services.store.delete_webhook(id).await? {
-        Ok(())
-    } else {
-        Err(not_found(id))
+/// Deletes the webhook `id` with its pending events and delivery log, and records it in the
+/// audit log; [`AppError::NotFound`] as for [`get`] within the actor's scope.
+pub async fn delete(ledger: &Ledger, actor: &Actor, id: WebhookId) -> Result<(), AppError> {
+    let webhook = get(ledger, actor.scope(), id).await?;
+    if !ledger.store().delete_webhook(id).await? {
+        return Err(not_found(id));
     }
+    audit::record(
+        ledger,
+        actor,
+        "webhook.deleted",
+        format!("{} ({})", webhook.url, webhook.id),
+    )
+    .await
 }
 
 /// The webhook's most recent delivery attempts, newest first, at most `limit`;
 /// [`AppError::NotFound`] as for [`get`].
 pub async fn deliveries(
-    services: &Services,
+    ledger: &Ledger,
     caller: &SourceScope,
     id: WebhookId,
     limit: u32,
 ) -> Result<Vec<DeliveryAttempt>, AppError> {
-    get(services, caller, id).await?;
-    Ok(services.store.deliveries(id, limit).await?)
+    get(ledger, caller, id).await?;
+    Ok(ledger.store().deliveries(id, limit).await?)
 }
 
 fn not_found(id: WebhookId) -> AppError {

@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Args;
-use quire_app::Services;
 use quire_core::{
     DocumentId, NewSource, SearchLimit, SearchQuery, SourceDescription, SourceId, SourceName,
     SourceRecord, SourceScope, SourceType, SystemClock,
@@ -19,7 +18,7 @@ use quire_store::Created;
 use crate::progress::Progress;
 use tempfile::TempDir;
 
-use quire_server::App;
+use quire_server::{App, Parts};
 
 use quire_server::Config;
 
@@ -63,15 +62,16 @@ pub async fn search(base: &Config, args: SearchBenchArgs) -> anyhow::Result<()> 
     }
     let (_scratch, app, _) = scratch_app(base).await?;
     let state = app.services().clone();
+    let parts = app.parts().clone();
     let started = Instant::now();
     let (source, _) = ingest_markdown(
-        &state,
+        &parts,
         "bench",
         docs.iter().map(|d| (d.name.clone(), d.text.clone())),
     )
     .await?;
     let ingested = started.elapsed();
-    let chunks = state.index.chunk_count();
+    let chunks = parts.index.chunk_count();
 
     let limit = SearchLimit::parse(args.limit)?;
     let scopes = [
@@ -130,14 +130,14 @@ pub(crate) async fn scratch_app(base: &Config) -> anyhow::Result<(TempDir, App, 
 /// the real pipeline (staging, acceptance, the parse worker, chunking, store, index), until no
 /// job is left. Returns the source and the documents' ids in input order.
 pub(crate) async fn ingest_markdown(
-    state: &Services,
+    parts: &Parts,
     name: &str,
     documents: impl Iterator<Item = (String, String)>,
 ) -> anyhow::Result<(SourceRecord, Vec<DocumentId>)> {
     let documents: Vec<(String, String)> = documents.collect();
     let total = documents.len();
     ingest_files(
-        state,
+        parts,
         name,
         total,
         documents.into_iter().map(|(file_name, text)| {
@@ -174,12 +174,12 @@ impl Upload {
 /// is left. The files are read one at a time, so a directory of large PDFs is never all in
 /// memory. Returns the source and the documents' ids in input order.
 pub(crate) async fn ingest_files(
-    state: &Services,
+    parts: &Parts,
     name: &str,
     total: usize,
     files: impl Iterator<Item = anyhow::Result<Upload>>,
 ) -> anyhow::Result<(SourceRecord, Vec<DocumentId>)> {
-    let source = state
+    let source = parts
         .store
         .create_source(NewSource {
             id: SourceId::new(),
@@ -194,14 +194,14 @@ pub(crate) async fn ingest_files(
     let mut ids = Vec::new();
     for file in files {
         let file = file?;
-        let mut staged = state.ingest.stage().await?;
+        let mut staged = parts.ingest.stage().await?;
         staged.write(&file.bytes).await?;
         let upload = quire_ingest::Upload {
             name: file.name,
             content_type: file.content_type,
             staged: staged.finish().await?,
         };
-        let document = match state
+        let document = match parts
             .ingest
             .accept(&SourceScope::All, source.id, upload)
             .await?
@@ -213,7 +213,7 @@ pub(crate) async fn ingest_files(
     }
     stored.finish();
     let mut processed = Progress::new("processing documents", total);
-    state
+    parts
         .ingest
         .process_queued(name, || processed.inc(1))
         .await?;

@@ -330,7 +330,7 @@ async fn wait_until_searchable(
 ) -> anyhow::Result<f64> {
     let started = Instant::now();
     loop {
-        let indexed: HashSet<_> = server.state.index.document_ids()?.into_iter().collect();
+        let indexed: HashSet<_> = server.parts.index.document_ids()?.into_iter().collect();
         if indexed.is_superset(ready) {
             return Ok(started.elapsed().as_secs_f64() * 1000.0);
         }
@@ -350,7 +350,7 @@ async fn ready_documents(
     let mut ready = HashSet::new();
     let mut chunks = 0;
     for id in ids {
-        if let Some(document) = server.state.store.find_document(*id).await?
+        if let Some(document) = server.parts.store.find_document(*id).await?
             && document.status == quire_core::DocumentStatus::Ready
         {
             ready.insert(*id);

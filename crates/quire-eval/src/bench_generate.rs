@@ -34,7 +34,7 @@ use crate::eval_retrieval::{
     EVAL_SOURCE, corpus_documents, corpus_id, ingested_before, read_qrels, read_queries,
 };
 use quire_server::App;
-use quire_server::Config;
+use quire_server::{Config, Parts};
 
 /// The model name the server is configured with; the fake answers under any name.
 const FAKE_MODEL: &str = "bench-fake-model";
@@ -161,8 +161,8 @@ async fn with_fake_model(
         Arc::new(SystemClock),
     )
     .await?;
-    let corpus_id_of = prepare_corpus(app.services(), &inputs.corpus, &config.data_dir).await?;
-    report.describe(app.services(), config, inputs);
+    let corpus_id_of = prepare_corpus(&app, &inputs.corpus, &config.data_dir).await?;
+    report.describe(app.parts(), config, inputs);
     let timed = &inputs.timed;
     report.search_alone = search_times(app.services(), timed, config.llm.passages).await?;
     let server = serve(app).await?;
@@ -265,18 +265,19 @@ fn judged_claims(
 /// (embedding again for another model) or ingests through the product's pipeline. Returns
 /// the corpus id of each ready document by document id.
 async fn prepare_corpus(
-    state: &Services,
+    app: &App,
     corpus: &[Value],
     data_dir: &Path,
 ) -> anyhow::Result<HashMap<String, String>> {
-    let Some(semantic) = state.ingest.semantic() else {
+    let parts = app.parts();
+    let Some(semantic) = parts.ingest.semantic() else {
         bail!(
             "the benchmark needs an embedding model ({}): pass --model-dir DIR or set \
              QUIRE_EMBEDDING_MODEL_DIR",
-            state.semantic_note
+            app.services().semantic_note()
         );
     };
-    if let Some((total, corpus_id_of)) = ingested_before(state).await? {
+    if let Some((total, corpus_id_of)) = ingested_before(parts).await? {
         let expected = corpus.len();
         if total != expected {
             bail!(
@@ -285,7 +286,7 @@ async fn prepare_corpus(
                 data_dir.display(),
             );
         }
-        let embedded = semantic.backfill(&*state.store).await?;
+        let embedded = semantic.backfill(&*parts.store).await?;
         if embedded.documents > 0 {
             eprintln!("embedded {} documents for this model", embedded.documents);
         }
@@ -300,7 +301,7 @@ async fn prepare_corpus(
     );
     let documents = corpus_documents(corpus);
     let names: Vec<String> = documents.iter().map(|(name, _)| name.clone()).collect();
-    let (_, ids) = ingest_markdown(state, EVAL_SOURCE, documents.into_iter()).await?;
+    let (_, ids) = ingest_markdown(parts, EVAL_SOURCE, documents.into_iter()).await?;
     eprintln!("ingested in {:.1} s", started.elapsed().as_secs_f64());
     Ok(ids
         .iter()
@@ -533,8 +534,8 @@ struct Report {
 
 impl Report {
     /// Notes the corpus, model and machine the numbers come from.
-    fn describe(&mut self, state: &Services, config: &Config, inputs: &Inputs) {
-        let embedder = state
+    fn describe(&mut self, parts: &Parts, config: &Config, inputs: &Inputs) {
+        let embedder = parts
             .ingest
             .semantic()
             .map(|s| format!("{} on {}", s.embedder().model_id(), s.embedder().engine()))
@@ -544,7 +545,7 @@ impl Report {
         self.context = format!(
             "documents {}  chunks {}  embedder {embedder}  passages per answer {}  search {}  cores {cores}",
             inputs.corpus.len(),
-            state.index.chunk_count(),
+            parts.index.chunk_count(),
             config.llm.passages,
             config.search.fusion,
         );

@@ -17,11 +17,10 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 use clap::Args;
 use futures_util::StreamExt;
-use quire_app::Services;
 use quire_core::DocumentId;
 use quire_core::embed::Purpose;
 use quire_ingest::{STAGE_SECONDS, document_title, embedding_text};
-use quire_server::Config;
+use quire_server::{Config, Parts};
 
 use crate::bench::read_jsonl;
 use crate::bench_server::BenchServer;
@@ -227,12 +226,12 @@ pub async fn ingest(base: &Config, args: IngestBenchArgs) -> anyhow::Result<()> 
     // is installed; the bench reads it from the recorder, as a scrape of `/metrics` would.
     let metrics = quire_server::metrics::recorder()?;
     let server = BenchServer::start(&config, "quire bench ingest").await?;
-    let state = server.state.clone();
-    if !args.pipeline.keyword_only && state.ingest.semantic().is_none() {
+    let parts = server.parts.clone();
+    if !args.pipeline.keyword_only && parts.ingest.semantic().is_none() {
         bail!(
             "no embedding model ({}): pass --model-dir DIR, set QUIRE_EMBEDDING_MODEL_DIR, or \
              measure --keyword-only",
-            state.semantic_note
+            server.state.semantic_note()
         );
     }
     let client = &server.client;
@@ -257,10 +256,10 @@ pub async fn ingest(base: &Config, args: IngestBenchArgs) -> anyhow::Result<()> 
     let seconds = started.elapsed().as_secs_f64();
     let peak_rss_kib = peak_rss_kib();
 
-    let embedder = match state.ingest.semantic() {
+    let embedder = match parts.ingest.semantic() {
         Some(semantic) => {
             let rate = embed_alone(
-                &state,
+                &parts,
                 semantic.embedder().as_ref(),
                 &ids,
                 args.embed_sample,
@@ -283,7 +282,7 @@ pub async fn ingest(base: &Config, args: IngestBenchArgs) -> anyhow::Result<()> 
         ready,
         failed,
         held,
-        chunks: usize::try_from(state.index.chunk_count()).unwrap_or(usize::MAX),
+        chunks: usize::try_from(parts.index.chunk_count()).unwrap_or(usize::MAX),
         seconds,
         upload_seconds,
         workers: config.workers.count,
@@ -294,7 +293,7 @@ pub async fn ingest(base: &Config, args: IngestBenchArgs) -> anyhow::Result<()> 
     for line in report.lines() {
         println!("{line}");
     }
-    drop(state);
+    drop(parts);
     server.stop().await
 }
 
@@ -302,7 +301,7 @@ pub async fn ingest(base: &Config, args: IngestBenchArgs) -> anyhow::Result<()> 
 /// until `sample` chunks, from `callers` callers side by side (one per worker, each with every
 /// `callers`-th document); the embedder's own rate with nothing else running.
 async fn embed_alone(
-    state: &Services,
+    parts: &Parts,
     embedder: &dyn quire_core::embed::Embedder,
     ids: &[DocumentId],
     sample: usize,
@@ -315,11 +314,11 @@ async fn embed_alone(
             break;
         }
         // The texts the workers embedded: each chunk with its document's title and section.
-        let title = match state.store.find_document(*id).await? {
+        let title = match parts.store.find_document(*id).await? {
             Some(document) => document_title(&document.name),
             None => continue,
         };
-        let texts: Vec<String> = state
+        let texts: Vec<String> = parts
             .store
             .document_chunks(*id)
             .await?

@@ -111,10 +111,10 @@ pub async fn queries(base: &Config, args: QueriesBenchArgs) -> anyhow::Result<()
         config.embedding.base_url = None;
     }
     let server = BenchServer::start(&config, "quire bench queries").await?;
-    let Some(semantic) = server.state.ingest.semantic() else {
+    let Some(semantic) = server.parts.ingest.semantic() else {
         bail!(
             "no embedding model ({}): pass --model-dir DIR or set QUIRE_EMBEDDING_MODEL_DIR",
-            server.state.semantic_note
+            server.state.semantic_note()
         );
     };
     let embedder = format!(
@@ -130,7 +130,7 @@ pub async fn queries(base: &Config, args: QueriesBenchArgs) -> anyhow::Result<()
     println!(
         "{} documents ({ready} ready, {failed} failed, {held} held), {} chunks; embedder {embedder}",
         files.len(),
-        server.state.index.chunk_count()
+        server.parts.index.chunk_count()
     );
     for query in queries.iter().cycle().take(WARM_UP_QUERIES) {
         server.client.search(query, args.limit).await?;

@@ -7,10 +7,10 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use quire_app::Services;
-use quire_app::keys::{KeySpec, issue_key};
+use quire_app::keys::KeySpec;
+use quire_app::{Actor, Services};
 use quire_core::{DocumentId, DocumentStatus, KeyId, Permission, SourceScope, SystemClock};
-use quire_server::{App, Config};
+use quire_server::{App, Config, Parts};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -27,8 +27,11 @@ const POLL_EVERY: Duration = Duration::from_millis(100);
 
 /// A running server, its services and a client holding a read-write key.
 pub(crate) struct BenchServer {
-    /// The server's use cases, for what a bench reads beside the API (counts, the embedder).
+    /// The server's use cases (the bench's key is created and revoked through them).
     pub(crate) state: Services,
+    /// The parts the server was assembled from, for what a bench reads beside the API
+    /// (counts, the embedder).
+    pub(crate) parts: Parts,
     /// Where it listens.
     pub(crate) addr: SocketAddr,
     /// The API client.
@@ -55,7 +58,8 @@ impl BenchServer {
     /// Serves `app` on a free loopback port, with a client holding a new key of `key`.
     pub(crate) async fn serve(app: App, key: KeySpec) -> anyhow::Result<Self> {
         let state = app.services().clone();
-        let (record, secret) = issue_key(&*state.store, &*state.clock, key).await?;
+        let parts = app.parts().clone();
+        let (record, secret) = quire_app::keys::create(&state, &Actor::Operator, key).await?;
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .context("could not listen on 127.0.0.1")?;
@@ -72,6 +76,7 @@ impl BenchServer {
         };
         Ok(Self {
             state,
+            parts,
             addr,
             client,
             key: record.id,
@@ -83,11 +88,9 @@ impl BenchServer {
     /// Revokes the bench's key (a kept data directory must not keep a working key), stops the
     /// server and waits (at most a minute) until it has.
     pub(crate) async fn stop(self) -> anyhow::Result<()> {
-        self.state
-            .store
-            .revoke_key(self.key, chrono::Utc::now())
-            .await?;
+        quire_app::keys::revoke(&self.state, &Actor::Operator, self.key).await?;
         drop(self.state);
+        drop(self.parts);
         let _ = self.shutdown.send(());
         tokio::time::timeout(Duration::from_secs(60), self.server)
             .await
@@ -105,7 +108,7 @@ impl BenchServer {
         let mut progress = Progress::new("processing", total);
         let mut shown = 0;
         loop {
-            let counts = self.state.store.document_status_counts().await?;
+            let counts = self.parts.store.document_status_counts().await?;
             let of = |status| {
                 counts
                     .iter()

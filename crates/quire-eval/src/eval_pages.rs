@@ -19,7 +19,7 @@ use clap::{Args, ValueEnum};
 use quire_app::Services;
 use quire_app::search::search;
 use quire_core::SourceScope;
-use quire_server::Config;
+use quire_server::{Config, Parts};
 
 use crate::bench::{Upload, ingest_files, ms, percentile, read_jsonl};
 use crate::eval_retrieval::{
@@ -111,9 +111,10 @@ pub async fn pages(base: &Config, args: PagesEvalArgs) -> anyhow::Result<()> {
     use_model(&mut config, args.mode, args.model_dir.as_ref());
     let (_scratch, app, config) = eval_app(&config, args.data_dir.as_ref()).await?;
     let state = app.services().clone();
-    needs_model(&state, args.mode)?;
-    let names = ingest_directory(&state, &files, &config.data_dir).await?;
-    if let Some(semantic) = state.ingest.semantic() {
+    let parts = app.parts().clone();
+    needs_model(&app, args.mode)?;
+    let names = ingest_directory(&parts, &files, &config.data_dir).await?;
+    if let Some(semantic) = parts.ingest.semantic() {
         println!(
             "embedder {} on {}",
             semantic.embedder().model_id(),
@@ -227,21 +228,21 @@ fn with_evidence<'q>(
 /// Ingests `files` unless the data directory already holds them; returns the file name of
 /// each ready document by id.
 async fn ingest_directory(
-    state: &Services,
+    parts: &Parts,
     files: &[PathBuf],
     data_dir: &Path,
 ) -> anyhow::Result<HashMap<String, String>> {
-    match ingested_names(state).await? {
+    match ingested_names(parts).await? {
         Some((total, names)) if total == files.len() => {
             println!(
                 "documents {}  chunks {}  (ingested by an earlier run in {})",
                 names.len(),
-                state.index.chunk_count(),
+                parts.index.chunk_count(),
                 data_dir.display()
             );
-            if let Some(semantic) = state.ingest.semantic() {
+            if let Some(semantic) = parts.ingest.semantic() {
                 // Another model's index was set aside on opening: embed everything again.
-                let report = semantic.backfill(&*state.store).await?;
+                let report = semantic.backfill(&*parts.store).await?;
                 if report.documents > 0 {
                     println!("embedded {} documents for this model", report.documents);
                 }
@@ -259,15 +260,15 @@ async fn ingest_directory(
                     .with_context(|| format!("could not read {}", path.display()))?;
                 Ok(Upload::bytes(file_name(path), None, bytes))
             });
-            let (_, ids) = ingest_files(state, EVAL_SOURCE, files.len(), uploads).await?;
+            let (_, ids) = ingest_files(parts, EVAL_SOURCE, files.len(), uploads).await?;
             let seconds = started.elapsed().as_secs_f64();
-            let chunks = state.index.chunk_count();
+            let chunks = parts.index.chunk_count();
             println!(
                 "documents {}  chunks {chunks}  ingest {seconds:.1} s ({:.1} chunks/s, one worker)",
                 files.len(),
                 chunks as f64 / seconds
             );
-            let ready = ingested_names(state)
+            let ready = ingested_names(parts)
                 .await?
                 .map(|(_, n)| n)
                 .unwrap_or_default();

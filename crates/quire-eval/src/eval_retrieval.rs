@@ -26,7 +26,7 @@ use quire_search::{
 use crate::bench::{ingest_markdown, ms, percentile, read_jsonl, scratch_app};
 use crate::progress::Progress;
 use crate::retrieval_metrics::{Judgements, ndcg_at, recall_at, reciprocal_rank_at};
-use quire_server::{App, Config};
+use quire_server::{App, Config, Parts};
 use tempfile::TempDir;
 
 /// Chunk hits fetched per query; enough for 100 distinct documents on corpora of short
@@ -146,19 +146,20 @@ pub async fn retrieval(base: &Config, args: RetrievalEvalArgs) -> anyhow::Result
     use_model(&mut config, args.mode, args.model_dir.as_ref());
     let (_scratch, app, config) = eval_app(&config, args.data_dir.as_ref()).await?;
     let state = app.services().clone();
-    needs_model(&state, args.mode)?;
-    let corpus_id_of = match ingested_before(&state).await? {
+    let parts = app.parts().clone();
+    needs_model(&app, args.mode)?;
+    let corpus_id_of = match ingested_before(&parts).await? {
         Some((total, names)) if total == corpus.len() => {
             println!(
                 "documents {}  chunks {}  judged queries {}  (ingested by an earlier run in {})",
                 corpus.len(),
-                state.index.chunk_count(),
+                parts.index.chunk_count(),
                 queries.len(),
                 config.data_dir.display()
             );
-            if let Some(semantic) = state.ingest.semantic() {
+            if let Some(semantic) = parts.ingest.semantic() {
                 // Another model's index was set aside on opening: embed everything again.
-                let report = semantic.backfill(&*state.store).await?;
+                let report = semantic.backfill(&*parts.store).await?;
                 if report.documents > 0 {
                     println!("embedded {} documents for this model", report.documents);
                 }
@@ -169,9 +170,9 @@ pub async fn retrieval(base: &Config, args: RetrievalEvalArgs) -> anyhow::Result
             "{} holds another corpus (or an unfinished ingestion); use an empty directory",
             config.data_dir.display()
         ),
-        None => ingest(&state, &corpus, queries.len()).await?,
+        None => ingest(&parts, &corpus, queries.len()).await?,
     };
-    if let Some(semantic) = state.ingest.semantic() {
+    if let Some(semantic) = parts.ingest.semantic() {
         println!(
             "embedder {} on {}",
             semantic.embedder().model_id(),
@@ -240,7 +241,7 @@ pub async fn retrieval(base: &Config, args: RetrievalEvalArgs) -> anyhow::Result
          p50@300: the quality run's median)"
     );
     if args.sweep && args.mode != Mode::Keyword {
-        sweep(&state, &queries, &judgements, &corpus_id_of).await?;
+        sweep(&parts, &queries, &judgements, &corpus_id_of).await?;
     }
     Ok(())
 }
@@ -366,12 +367,12 @@ pub(crate) async fn eval_app(
 }
 
 /// Fails with a hint when `mode` needs an embedding model and none was loaded.
-pub(crate) fn needs_model(state: &Services, mode: Mode) -> anyhow::Result<()> {
-    if mode != Mode::Keyword && state.ingest.semantic().is_none() {
+pub(crate) fn needs_model(app: &App, mode: Mode) -> anyhow::Result<()> {
+    if mode != Mode::Keyword && app.parts().ingest.semantic().is_none() {
         bail!(
             "--mode {mode:?} needs an embedding model ({}): pass --model-dir DIR or set \
              QUIRE_EMBEDDING_MODEL_DIR (`quire model fetch` or scripts/fetch-model put one in a cache)",
-            state.semantic_note
+            app.services().semantic_note()
         );
     }
     Ok(())
@@ -394,9 +395,9 @@ pub(crate) fn retrievals(mode: Mode) -> Vec<(&'static str, Retrieval)> {
 /// The number of documents of an eval corpus ingested earlier into this data directory, and
 /// the corpus ids of its ready ones by document id; `None` when the directory holds none.
 pub(crate) async fn ingested_before(
-    state: &Services,
+    parts: &Parts,
 ) -> anyhow::Result<Option<(usize, HashMap<String, String>)>> {
-    Ok(ingested_names(state).await?.map(|(total, names)| {
+    Ok(ingested_names(parts).await?.map(|(total, names)| {
         let ids = names
             .into_iter()
             .map(|(id, name)| (id, corpus_id(&name).to_owned()))
@@ -408,13 +409,13 @@ pub(crate) async fn ingested_before(
 /// The number of documents ingested earlier into the eval source of this data directory, and
 /// the file names of its ready ones by document id; `None` when the directory holds none.
 pub(crate) async fn ingested_names(
-    state: &Services,
+    parts: &Parts,
 ) -> anyhow::Result<Option<(usize, HashMap<String, String>)>> {
-    let sources = state.store.list_sources(&SourceScope::All).await?;
+    let sources = parts.store.list_sources(&SourceScope::All).await?;
     let Some(source) = sources.iter().find(|s| s.name.as_str() == EVAL_SOURCE) else {
         return Ok(None);
     };
-    let documents = state
+    let documents = parts
         .store
         .list_documents(&SourceScope::All, source.id)
         .await?
@@ -431,26 +432,26 @@ pub(crate) async fn ingested_names(
 /// Ingests the corpus (title as a heading, then the text) through the product's pipeline and
 /// prints the throughput; returns the corpus ids by document id.
 async fn ingest(
-    state: &Services,
+    parts: &Parts,
     corpus: &[serde_json::Value],
     query_count: usize,
 ) -> anyhow::Result<HashMap<String, String>> {
     let started = Instant::now();
     let documents = corpus_documents(corpus);
     let names: Vec<String> = documents.iter().map(|(name, _)| name.clone()).collect();
-    let (_, ids) = ingest_markdown(state, EVAL_SOURCE, documents.into_iter()).await?;
+    let (_, ids) = ingest_markdown(parts, EVAL_SOURCE, documents.into_iter()).await?;
     let corpus_id_of: HashMap<String, String> = ids
         .iter()
         .zip(&names)
         .map(|(document, name)| (document.to_string(), corpus_id(name).to_owned()))
         .collect();
     let ingest_seconds = started.elapsed().as_secs_f64();
-    let chunks = state.index.chunk_count();
+    let chunks = parts.index.chunk_count();
     println!(
         "documents {}  chunks {chunks}  judged queries {query_count}",
         corpus.len(),
     );
-    let what = match state.ingest.semantic() {
+    let what = match parts.ingest.semantic() {
         Some(s) => format!(
             "parse, chunk, embed with {}, store, index",
             s.embedder().model_id()
@@ -467,18 +468,18 @@ async fn ingest(
 /// Fuses each query's keyword and vector rankings (computed once) under a grid of settings and
 /// prints nDCG@10 for each, best last.
 async fn sweep(
-    state: &Services,
+    parts: &Parts,
     queries: &[(String, String)],
     judgements: &HashMap<String, Judgements>,
     corpus_id_of: &HashMap<String, String>,
 ) -> anyhow::Result<()> {
-    let Some(semantic) = state.ingest.semantic() else {
+    let Some(semantic) = parts.ingest.semantic() else {
         return Ok(());
     };
     let scope = SourceScope::All;
     let mut rankings = Vec::with_capacity(queries.len());
     for (query_id, text) in queries {
-        let keyword = state.index.search(text, &scope, CHUNK_HITS)?;
+        let keyword = parts.index.search(text, &scope, CHUNK_HITS)?;
         let embedding = semantic.embed_query(text).await?;
         let vector = semantic.vectors().search(&embedding, &scope, CHUNK_HITS)?;
         rankings.push((query_id, keyword, vector));

@@ -10,6 +10,7 @@ use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use quire_app::Actor;
 use quire_core::{ApiKeyRecord, Permission, SourceScope};
 
 use crate::{ApiError, AppState};
@@ -25,6 +26,12 @@ impl Principal {
     /// The sources the caller may see.
     pub fn scope(&self) -> &SourceScope {
         &self.key.scope
+    }
+
+    /// The caller as the use cases that change state name it (and record it in the audit
+    /// log).
+    pub fn actor(&self) -> Actor {
+        Actor::key(&self.key)
     }
 }
 
@@ -90,7 +97,7 @@ pub(crate) async fn authenticate(
         .insert(Principal { key: key.clone() });
     let mut response = next.run(request).await;
     if !response.headers().contains_key("x-ratelimit-limit") {
-        match state.limiter.peek(&key).await {
+        match state.limiter().peek(&key).await {
             Ok(limit) => crate::apply_headers(&limit, response.headers_mut()),
             Err(e) => tracing::warn!(error = %e, "could not read rate-limit window"),
         }

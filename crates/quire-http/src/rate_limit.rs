@@ -7,7 +7,7 @@ use axum::http::{HeaderMap, HeaderValue};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use quire_app::rate_limit::RateLimitState;
-use quire_store::RateBucket;
+use quire_app::records::RateBucket;
 
 use crate::{ApiError, AppState, Principal};
 
@@ -28,7 +28,7 @@ pub(crate) async fn enforce(
     let Some(principal) = request.extensions().get::<Principal>().cloned() else {
         return ApiError::Unauthorized("missing API key".into()).into_response();
     };
-    match quire_app::rate_limit::admit(&state.limiter, &principal.key, bucket).await {
+    match quire_app::rate_limit::admit(state.limiter(), &principal.key, bucket).await {
         Ok(limit) => {
             let mut response = next.run(request).await;
             apply_headers(&limit, response.headers_mut());

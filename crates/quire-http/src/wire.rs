@@ -1,10 +1,10 @@
 //! The JSON shapes of the Agent API: camelCase fields, ISO 8601 UTC timestamps with
 //! milliseconds, UUID strings.
 
+use quire_app::records::DocumentProgress;
 use quire_app::search::SearchResult;
 use quire_core::wire_timestamp as iso;
 use quire_core::{DocumentRecord, SourceRecord};
-use quire_store::DocumentProgress;
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa::openapi::schema::{Object, ObjectBuilder, Type};

@@ -57,7 +57,7 @@ pub fn router(services: Services) -> Router {
 /// A larger body is refused before it is read; a file just over the limit still arrives and
 /// is refused by the upload use case with the same message as on the REST API.
 fn max_request_bytes(services: &Services) -> usize {
-    let file = services.ingest.settings().max_upload_bytes;
+    let file = services.max_upload_bytes();
     let encoded = file.saturating_add(2) / 3 * 4;
     usize::try_from(encoded.saturating_add(PART_OVERHEAD_BYTES)).unwrap_or(usize::MAX)
 }

@@ -7,13 +7,13 @@ use std::convert::Infallible;
 
 use base64::Engine as _;
 use futures_util::StreamExt;
-use quire_app::AppError;
 use quire_app::answers::{AnswerEvent, AskRequest, ask};
 use quire_app::documents::{MAX_PAGES_PER_READ, read_pages};
+use quire_app::records::{Created, RateBucket};
 use quire_app::scope::requested_scope;
 use quire_app::uploads;
+use quire_app::{Actor, AppError};
 use quire_core::{ApiKeyRecord, DocumentId, Permission, SearchLimit, SearchQuery, SourceId};
-use quire_store::{Created, RateBucket};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ProgressNotificationParam};
 use rmcp::service::RequestContext;
@@ -234,7 +234,7 @@ impl QuireMcp {
     ) -> Result<Value, AppError> {
         let services = &self.services;
         let key = key_with(context, Permission::Read)?;
-        quire_app::rate_limit::admit(&services.limiter, &key, RateBucket::Search).await?;
+        quire_app::rate_limit::admit(services.limiter(), &key, RateBucket::Search).await?;
         let query = SearchQuery::parse(&args.query).map_err(|e| AppError::Invalid(e.0))?;
         let limit = args
             .limit
@@ -255,7 +255,7 @@ impl QuireMcp {
     ) -> Result<Value, AppError> {
         let services = &self.services;
         let key = key_with(context, Permission::Read)?;
-        quire_app::rate_limit::admit(&services.limiter, &key, RateBucket::Generate).await?;
+        quire_app::rate_limit::admit(services.limiter(), &key, RateBucket::Generate).await?;
         let request = AskRequest {
             query: args.question,
             source_ids: args.source_ids,
@@ -308,7 +308,7 @@ impl QuireMcp {
         context: &RequestContext<RoleServer>,
     ) -> Result<Value, AppError> {
         let key = key_with(context, Permission::Read)?;
-        let sources = self.services.store.list_sources(&key.scope).await?;
+        let sources = quire_app::sources::list(&self.services, &key.scope).await?;
         let sources: Vec<SourceOut> = sources.iter().map(SourceOut::from).collect();
         Ok(json!({ "sources": sources }))
     }
@@ -320,12 +320,7 @@ impl QuireMcp {
     ) -> Result<Value, AppError> {
         let key = key_with(context, Permission::Read)?;
         let source: SourceId = parse_id("sourceId", &args.source_id)?;
-        let documents = self
-            .services
-            .store
-            .list_documents(&key.scope, source)
-            .await?
-            .ok_or_else(|| AppError::NotFound(format!("data source {source} not found")))?;
+        let documents = quire_app::documents::list(&self.services, &key.scope, source).await?;
         let documents: Vec<DocumentOut> = documents.iter().map(DocumentOut::from).collect();
         Ok(json!({ "documents": documents }))
     }
@@ -382,7 +377,7 @@ impl QuireMcp {
                 Ok(refused) => refused,
                 Err(never) => match never {},
             })?;
-        let created = uploads::accept(services, &key.scope, source, upload).await?;
+        let created = uploads::accept(services, &Actor::key(&key), source, upload).await?;
         let status = match created {
             Created::New(_) => "accepted",
             Created::Existing(_) => "duplicate",

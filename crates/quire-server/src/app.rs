@@ -12,10 +12,11 @@ use anyhow::Context;
 use axum::Router;
 use quire_app::answers::{Generation, GenerationQueue, SharedLine};
 use quire_app::rate_limit::RateLimiter;
-use quire_app::{Services, UploadSettings, WebhookSettings};
+use quire_app::startup::{self, Background, BackgroundSettings, Recovery};
+use quire_app::{ServiceParts, Services, UploadSettings, WebhookSettings};
 use quire_core::Clock;
 use quire_http::{AppState, HttpSettings};
-use quire_ingest::{Ingest, IngestSettings, JobRunner, Semantic, Staging, WorkerSettings};
+use quire_ingest::{Ingest, IngestSettings, Semantic, Staging};
 use quire_models::generate::{Extractive, Generator, OpenAiChat, OpenAiChatSettings};
 use quire_models::{Embedder, LocalEmbedder, OpenAiEmbedder, OpenAiSettings};
 use quire_search::KeywordIndex;
@@ -24,13 +25,11 @@ use tokio::net::TcpListener;
 
 use crate::config::{Config, LlmConfig};
 
-/// How often old rate-limit windows are pruned.
-const HOUSEKEEPING_INTERVAL: Duration = Duration::from_secs(300);
-
 /// The assembled service, ready to serve.
 #[derive(Debug)]
 pub struct App {
     state: AppState,
+    parts: Parts,
     config: Config,
     /// True when no other process runs workers on this store (the embedded SQLite default,
     /// whose data directory this process holds the index lock of).
@@ -39,6 +38,27 @@ pub struct App {
     node: String,
     /// The metrics listener, when [`App::bind_metrics`] opened it before [`App::serve`].
     metrics_listener: Option<TcpListener>,
+}
+
+/// The parts the wiring assembled the services from: what `serve` starts and stops, and what
+/// the measurement tools of `quire-eval` read beside the API (counts, the embedder). Adapters
+/// never see these; they reach the same state only through the use cases of [`Services`].
+#[derive(Clone)]
+pub struct Parts {
+    /// Persistent state.
+    pub store: Arc<dyn Store>,
+    /// The keyword index.
+    pub index: Arc<KeywordIndex>,
+    /// Ingestion.
+    pub ingest: Arc<Ingest>,
+    /// The service's clock.
+    pub clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for Parts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Parts").finish_non_exhaustive()
+    }
 }
 
 /// Opens the configured store (`store.url`; by default SQLite in the data directory), for
@@ -160,7 +180,13 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
         config.limits.search_per_minute,
         config.limits.generate_per_minute,
     ));
-    let services = Services {
+    let parts = Parts {
+        store: Arc::clone(&dyn_store),
+        index: Arc::clone(&index),
+        ingest: Arc::clone(&ingest),
+        clock: Arc::clone(&clock),
+    };
+    let services = Services::new(ServiceParts {
         store: dyn_store,
         index,
         ingest,
@@ -175,7 +201,7 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
         webhooks: WebhookSettings {
             allow_private_targets: config.webhooks.allow_private_targets,
         },
-    };
+    });
     let state = AppState {
         services,
         settings: HttpSettings {
@@ -185,6 +211,7 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
     let owns_its_jobs = matches!(config.store_location()?, StoreLocation::Sqlite(_));
     Ok(App {
         state,
+        parts,
         config: config.clone(),
         owns_its_jobs,
         node,
@@ -210,6 +237,11 @@ impl App {
     /// The use cases' services (for in-process tools such as `quire bench`).
     pub fn services(&self) -> &Services {
         &self.state.services
+    }
+
+    /// The parts the services were assembled from, for in-process measurements.
+    pub fn parts(&self) -> &Parts {
+        &self.parts
     }
 
     /// Opens the metrics listener of `metrics.bind` now rather than in [`App::serve`], and
@@ -248,7 +280,8 @@ impl App {
                     .take()
                     .context("the metrics listener was just opened")?;
                 tracing::info!(%address, "Prometheus metrics at /metrics");
-                let router = crate::metrics::router(handle, self.state.services.clone());
+                let router =
+                    crate::metrics::router(handle, self.parts.clone(), self.state.services.clone());
                 Some(tokio::spawn(async move {
                     if let Err(e) = axum::serve(listener, router).await {
                         tracing::error!(error = %e, "the metrics listener failed");
@@ -258,122 +291,37 @@ impl App {
             None => None,
         };
         // On the embedded store this process owns the data directory (the index lock proves
-        // it), so any job still marked running, and any outbox claim, belongs to a process that
-        // died: put those jobs back in the queue and release those claims (their events are
-        // attempted again, with the same webhook-id). On a shared store only this node's own
-        // jobs and claims are taken back (its previous run is gone, the same lock proves it);
-        // other nodes' come back only when their leases run out.
+        // it); on a shared store only this node's own leftovers are taken back.
         let node = self.node.clone();
-        let prefix = format!("{node}:");
-        let owner = (!self.owns_its_jobs).then_some(prefix.as_str());
-        let requeued = self
-            .state
-            .store
-            .requeue_running_jobs(owner, self.state.clock.now())
-            .await?;
-        if requeued > 0 {
-            tracing::info!(
-                jobs = requeued,
-                "resuming jobs interrupted by the last shutdown"
-            );
-        }
-        let released = self.state.store.release_delivery_claims(owner).await?;
-        if released > 0 {
-            tracing::info!(
-                deliveries = released,
-                "attempting again webhook deliveries the last run claimed but never logged"
-            );
-        }
-        // A deletion interrupted by a crash leaves index entries, vectors and the original of
-        // a document that is gone: remove them before the workers start. Originals only when
-        // this process owns the store: on a shared one, another node may have just stored an
-        // original whose document row is not written yet.
-        let (entries, originals) = self.state.ingest.remove_orphans(self.owns_its_jobs).await?;
-        if entries + originals > 0 {
-            tracing::info!(
-                documents = entries,
-                originals,
-                "removed index entries and originals of deleted documents"
-            );
-        }
-        // Reviews decided before decisions reduced their findings still hold the found text; keep
-        // only what a decision keeps (types, counts, masked excerpts).
-        let reduced = self
-            .state
-            .store
-            .reduce_decided_findings(quire_ingest::reduce_findings)
-            .await?;
-        if reduced > 0 {
-            tracing::info!(reviews = reduced, "reduced the findings of decided reviews");
-        }
-        // Vectors of documents deleted while the service ran without a model go first (before
-        // the workers start, since a document being processed has vectors before it is
-        // ready); then ready documents without vectors are embedded in the background.
-        let backfill = match self.state.ingest.semantic() {
-            Some(semantic) => {
-                let removed = semantic.remove_orphans(&*self.state.store).await?;
-                if removed > 0 {
-                    tracing::info!(documents = removed, "removed vectors of deleted documents");
-                }
-                Some(tokio::spawn(backfill(
-                    Arc::clone(semantic),
-                    Arc::clone(&self.state.store),
-                )))
-            }
-            None => None,
-        };
-        // On a shared store, documents other nodes make ready (or delete) reach this node's
-        // indexes through the store's index feed.
-        let follower = if self.state.store.is_shared() {
-            let position_file = self.config.data_dir.join("index").join("feed-position");
-            let follower = self
-                .state
-                .ingest
-                .feed_follower(position_file)
-                .context("could not open this node's place in the index feed")?;
-            tracing::info!(
-                position = follower.position(),
-                "following the shared store's index feed"
-            );
-            Some(tokio::spawn(Arc::new(follower).follow()))
-        } else {
-            None
-        };
-        let workers = self.config.workers.clone();
-        let runner = (workers.count > 0).then(|| {
-            JobRunner::start(
-                Arc::clone(&self.state.ingest),
-                WorkerSettings {
-                    node: node.clone(),
-                    workers: workers.count,
-                    poll_interval: Duration::from_millis(workers.poll_interval_ms.max(10)),
-                },
-            )
-        });
-        let housekeeping = tokio::spawn(housekeeping(
-            Arc::clone(&self.state.store),
-            Arc::clone(&self.state.clock),
-        ));
-        let heartbeat = self.state.store.is_shared().then(|| {
-            tokio::spawn(heartbeat(
-                Arc::clone(&self.state.store),
-                Arc::clone(&self.state.clock),
-                node.clone(),
-            ))
-        });
-        let webhooks = &self.config.webhooks;
-        let dispatcher = quire_webhooks::Dispatcher::new(
-            Arc::clone(&self.state.store),
-            Arc::clone(&self.state.clock),
-            quire_webhooks::DispatchSettings {
-                allow_private_targets: webhooks.allow_private_targets,
-                timeout: Duration::from_secs(webhooks.timeout_seconds),
-                concurrency: webhooks.concurrency,
+        startup::recover(
+            &self.state.services,
+            &Recovery {
+                owns_its_jobs: self.owns_its_jobs,
                 node: node.clone(),
-                ..Default::default()
             },
         )
-        .start();
+        .await
+        .map_err(|e| anyhow::anyhow!("could not recover from the last run: {e}"))?;
+        let workers = &self.config.workers;
+        let webhooks = &self.config.webhooks;
+        let background = Background::start(
+            &self.state.services,
+            BackgroundSettings {
+                node: node.clone(),
+                workers: workers.count,
+                poll_interval: Duration::from_millis(workers.poll_interval_ms.max(10)),
+                shutdown_grace: Duration::from_secs(workers.shutdown_grace_seconds),
+                feed_position: Some(self.config.data_dir.join("index").join("feed-position")),
+                dispatch: quire_webhooks::DispatchSettings {
+                    allow_private_targets: webhooks.allow_private_targets,
+                    timeout: Duration::from_secs(webhooks.timeout_seconds),
+                    concurrency: webhooks.concurrency,
+                    node: node.clone(),
+                    ..Default::default()
+                },
+            },
+        )
+        .map_err(|e| anyhow::anyhow!("could not start the background work: {e}"))?;
 
         let router = self.router();
         // Without TCP_NODELAY, Nagle's algorithm holds each small SSE event until the client
@@ -392,36 +340,13 @@ impl App {
         .with_graceful_shutdown(shutdown)
         .await
         .context("HTTP server failed");
-        housekeeping.abort();
         if let Some(metrics) = metrics {
             metrics.abort();
         }
-        if let Some(backfill) = backfill {
-            backfill.abort();
-        }
-        if let Some(follower) = follower {
-            follower.abort();
-        }
-        // The dispatcher stops claiming and waits for the deliveries in flight (at most the
-        // delivery timeout, then 5 s for logging) while the workers finish their jobs; events
-        // those jobs write stay in the outbox for the next start.
-        let workers_stopped = async {
-            if let Some(runner) = runner {
-                runner
-                    .shutdown(Duration::from_secs(workers.shutdown_grace_seconds))
-                    .await;
-            }
-        };
-        tokio::join!(dispatcher.shutdown(), workers_stopped);
-        if let Some(heartbeat) = heartbeat {
-            heartbeat.abort();
-            // Stopped cleanly: the others need not wait for this node to be taken for gone.
-            if let Err(e) = self.state.store.leave_cluster(&node).await {
-                tracing::warn!(error = %e, "could not record that this node stopped");
-            }
-        }
-        let store = Arc::clone(&self.state.store);
+        background.stop().await;
+        let store = Arc::clone(&self.parts.store);
         drop(self.state);
+        drop(self.parts);
         store.close().await;
         served
     }
@@ -544,23 +469,6 @@ fn expand_home(path: &Path) -> std::path::PathBuf {
     }
 }
 
-async fn backfill(semantic: Arc<Semantic>, store: Arc<dyn Store>) {
-    match semantic.backfill(&*store).await {
-        Ok(report) if report.documents > 0 => tracing::info!(
-            documents = report.documents,
-            chunks = report.chunks,
-            "embedded the documents that had no vectors"
-        ),
-        Ok(_) => {}
-        Err(e) => tracing::error!(
-            error = %e,
-            "re-embedding stopped; documents without vectors are found by keywords only until the next start"
-        ),
-    }
-}
-
-/// How often a node of a cluster says it still runs.
-const NODE_HEARTBEAT: Duration = Duration::from_secs(10);
 /// How long a node that stopped saying so still counts as running: three missed heartbeats.
 const NODE_ALIVE_SECONDS: i64 = 30;
 
@@ -589,29 +497,4 @@ async fn join_cluster(
         );
     }
     Ok(())
-}
-
-/// Keeps saying that `node` runs, so other nodes' model checks count it.
-async fn heartbeat(store: Arc<dyn Store>, clock: Arc<dyn Clock>, node: String) {
-    let mut tick = tokio::time::interval(NODE_HEARTBEAT);
-    loop {
-        tick.tick().await;
-        if let Err(e) = store.node_seen(&node, clock.now()).await {
-            tracing::warn!(error = %e, "could not record that this node runs");
-        }
-    }
-}
-
-async fn housekeeping(store: Arc<dyn Store>, clock: Arc<dyn Clock>) {
-    let mut tick = tokio::time::interval(HOUSEKEEPING_INTERVAL);
-    loop {
-        tick.tick().await;
-        let cutoff = clock.now() - chrono::Duration::hours(1);
-        if let Err(e) = store.prune_rate_windows(cutoff).await {
-            tracing::warn!(error = %e, "could not prune rate-limit windows");
-        }
-        if let Err(e) = store.prune_admin_sessions(clock.now()).await {
-            tracing::warn!(error = %e, "could not prune expired admin sessions");
-        }
-    }
 }

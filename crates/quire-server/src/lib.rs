@@ -7,5 +7,5 @@ pub mod app;
 pub mod config;
 pub mod metrics;
 
-pub use app::{App, build, open_store};
+pub use app::{App, Parts, build, open_store};
 pub use config::{Config, Overrides};

@@ -21,6 +21,8 @@ use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use quire_app::Services;
 
+use crate::app::Parts;
+
 /// Counter of HTTP requests, labelled `method`, `route` (the matched route, such as
 /// `/api/v1/sources/{source_id}`, never the raw path) and `status`.
 pub const HTTP_REQUESTS: &str = "quire_http_requests_total";
@@ -50,16 +52,17 @@ pub fn recorder() -> anyhow::Result<PrometheusHandle> {
     Ok(HANDLE.get_or_init(|| handle).clone())
 }
 
-/// The `/metrics` router: refreshes the state gauges from `services`, then renders.
-pub fn router(handle: PrometheusHandle, services: Services) -> Router {
+/// The `/metrics` router: refreshes the state gauges from the store and the services, then
+/// renders.
+pub fn router(handle: PrometheusHandle, parts: Parts, services: Services) -> Router {
     Router::new()
         .route("/metrics", get(scrape))
-        .with_state(Arc::new((handle, services)))
+        .with_state(Arc::new((handle, parts, services)))
 }
 
-async fn scrape(State(state): State<Arc<(PrometheusHandle, Services)>>) -> Response {
-    let (handle, services) = &*state;
-    refresh(services).await;
+async fn scrape(State(state): State<Arc<(PrometheusHandle, Parts, Services)>>) -> Response {
+    let (handle, parts, services) = &*state;
+    refresh(parts, services).await;
     (
         [(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
         handle.render(),
@@ -68,8 +71,8 @@ async fn scrape(State(state): State<Arc<(PrometheusHandle, Services)>>) -> Respo
 }
 
 /// Sets the gauges that describe the service's state right now.
-async fn refresh(services: &Services) {
-    match services.store.document_status_counts().await {
+async fn refresh(parts: &Parts, services: &Services) {
+    match parts.store.document_status_counts().await {
         Ok(counts) => {
             // Every status gets a value, so a status that empties drops to 0 rather than
             // keeping its last count.
@@ -89,12 +92,12 @@ async fn refresh(services: &Services) {
         }
         Err(e) => tracing::warn!(error = %e, "metrics: could not count documents"),
     }
-    let queue = &services.generation.queue;
+    let queue = &services.generation().queue;
     let (running, waiting) = queue.current_load().await;
     metrics::gauge!("quire_generation_queue_length").set(waiting as f64);
     metrics::gauge!("quire_generation_running").set(running as f64);
     metrics::gauge!("quire_generation_slots").set(queue.slots() as f64);
-    let pool = services.store.pool_stats();
+    let pool = parts.store.pool_stats();
     metrics::gauge!("quire_db_pool_connections", "state" => "idle").set(f64::from(pool.idle));
     metrics::gauge!("quire_db_pool_connections", "state" => "in_use")
         .set(f64::from(pool.size.saturating_sub(pool.idle)));

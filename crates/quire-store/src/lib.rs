@@ -11,6 +11,7 @@
 mod error;
 mod location;
 mod postgres;
+mod shared;
 mod sqlite;
 mod types;
 

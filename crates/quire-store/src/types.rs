@@ -450,6 +450,9 @@ pub struct AdminSession {
 pub struct AuditEntry {
     /// When it happened.
     pub at: DateTime<Utc>,
+    /// Who acted: `key <name> (<id>)`, `admin` or `operator` (empty for entries written before
+    /// the log named the actor).
+    pub actor: String,
     /// A short stable name, such as `key.created` or `admin.signed_in`.
     pub action: String,
     /// Human-readable specifics (never a secret).

@@ -1,25 +1,26 @@
 //! `quire admin set-password` and the `QUIRE_ADMIN_PASSWORD` first-start setting: the admin
 //! web interface's one password. Like `keys`, the command only opens the database, so it works
-//! while `quire serve` runs; setting a password signs every admin session out.
+//! while `quire serve` runs; setting a password signs every admin session out and is recorded
+//! in the audit log.
 
 use std::io::BufRead;
 
 use anyhow::{Context, bail};
 use quire_admin::PasswordError;
-use quire_core::{Clock, Secret, SystemClock};
-use quire_store::Store;
+use quire_app::{Actor, Ledger};
+use quire_core::Secret;
 
 /// The environment variable read at start when no password is stored yet.
 pub const PASSWORD_ENV: &str = "QUIRE_ADMIN_PASSWORD";
 
 /// Reads one line from `input` (without its line ending) as the new password and stores its
 /// hash. Returns what to print.
-pub async fn set_password(store: &dyn Store, input: impl BufRead) -> anyhow::Result<String> {
+pub async fn set_password(ledger: &Ledger, input: impl BufRead) -> anyhow::Result<String> {
     let password = read_password(input)?;
     match quire_admin::password::set(
-        store,
+        ledger,
+        &Actor::Operator,
         password,
-        SystemClock.now(),
         "set from the command line",
     )
     .await
@@ -29,7 +30,7 @@ pub async fn set_password(store: &dyn Store, input: impl BufRead) -> anyhow::Res
             "the password must be at least {} characters long (it has {n}); nothing was changed",
             quire_admin::MIN_PASSWORD_CHARS
         ),
-        Err(PasswordError::Failed(e)) => Err(e).context("could not set the admin password"),
+        Err(e) => Err(anyhow::Error::new(e).context("could not set the admin password")),
     }
 }
 
@@ -47,14 +48,14 @@ fn read_password(mut input: impl BufRead) -> anyhow::Result<Secret<String>> {
 
 /// At start: stores `QUIRE_ADMIN_PASSWORD` when it is set and no password is stored yet. A
 /// password that is too short stops the start, so the operator notices.
-pub async fn password_from_env(store: &dyn Store, clock: &dyn Clock) -> anyhow::Result<()> {
+pub async fn password_from_env(ledger: &Ledger) -> anyhow::Result<()> {
     let Some(value) = std::env::var_os(PASSWORD_ENV) else {
         return Ok(());
     };
     let value = value
         .into_string()
         .map_err(|_| anyhow::anyhow!("{PASSWORD_ENV} is not valid UTF-8"))?;
-    match quire_admin::password::set_initial(store, Secret::new(value), clock.now()).await {
+    match quire_admin::password::set_initial(ledger, Secret::new(value)).await {
         Ok(true) => tracing::info!("the admin password was set from {PASSWORD_ENV}"),
         Ok(false) => tracing::info!(
             "{PASSWORD_ENV} is ignored: an admin password is already set (change it with `quire admin set-password`)"
@@ -63,8 +64,8 @@ pub async fn password_from_env(store: &dyn Store, clock: &dyn Clock) -> anyhow::
             "{PASSWORD_ENV} must be at least {} characters long (it has {n})",
             quire_admin::MIN_PASSWORD_CHARS
         ),
-        Err(PasswordError::Failed(e)) => {
-            return Err(e).context("could not set the admin password");
+        Err(e) => {
+            return Err(anyhow::Error::new(e).context("could not set the admin password"));
         }
     }
     Ok(())

@@ -8,7 +8,10 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use quire_app::Ledger;
+use quire_app::records::ReviewDecision;
 use quire_core::{Permission, SystemClock};
+use quire_store::Store;
 use tracing_subscriber::EnvFilter;
 
 use quire_eval::{
@@ -309,24 +312,27 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Keys { command } => {
             init_logging(&config, "warn");
             let store = open_store(&config).await?;
-            let out = match command {
-                KeysCommand::Create {
-                    name,
-                    permission,
-                    sources,
-                    rate_limit,
-                    json,
-                } => {
-                    let args = keys::CreateArgs {
+            let out = match offline_ledger(&config, &store) {
+                Err(e) => Err(e),
+                Ok(ledger) => match command {
+                    KeysCommand::Create {
                         name,
                         permission,
                         sources,
                         rate_limit,
-                    };
-                    keys::create(store.as_ref(), args, json).await
-                }
-                KeysCommand::List { json } => keys::list(store.as_ref(), json).await,
-                KeysCommand::Revoke { id, json } => keys::revoke(store.as_ref(), &id, json).await,
+                        json,
+                    } => {
+                        let args = keys::CreateArgs {
+                            name,
+                            permission,
+                            sources,
+                            rate_limit,
+                        };
+                        keys::create(&ledger, args, json).await
+                    }
+                    KeysCommand::List { json } => keys::list(&ledger, json).await,
+                    KeysCommand::Revoke { id, json } => keys::revoke(&ledger, &id, json).await,
+                },
             };
             store.close().await;
             println!("{}", out?);
@@ -337,7 +343,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         } => {
             init_logging(&config, "warn");
             let store = open_store(&config).await?;
-            let out = admin_cli::set_password(store.as_ref(), std::io::stdin().lock()).await;
+            let out = match offline_ledger(&config, &store) {
+                Err(e) => Err(e),
+                Ok(ledger) => admin_cli::set_password(&ledger, std::io::stdin().lock()).await,
+            };
             store.close().await;
             println!("{}", out?);
             Ok(())
@@ -345,39 +354,19 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Review { command } => {
             init_logging(&config, "warn");
             let store = open_store(&config).await?;
-            let out = match command {
-                ReviewCommand::List { json } => review_cli::list(store.as_ref(), json).await,
-                ReviewCommand::Show { id, json } => {
-                    review_cli::show(store.as_ref(), &id, json).await
-                }
-                ReviewCommand::Approve { id } => match config.pii.policy() {
-                    Ok(policy) => {
-                        let screening = quire_ingest::Review::new(policy);
-                        let decision = quire_store::ReviewDecision::Approve;
-                        review_cli::decide(store.as_ref(), &screening, &id, decision).await
+            let out = match offline_ledger(&config, &store) {
+                Err(e) => Err(e),
+                Ok(ledger) => match command {
+                    ReviewCommand::List { json } => review_cli::list(&ledger, json).await,
+                    ReviewCommand::Show { id, json } => review_cli::show(&ledger, &id, json).await,
+                    ReviewCommand::Approve { id } => {
+                        review_cli::decide(&ledger, &id, ReviewDecision::Approve).await
                     }
-                    Err(e) => Err(e),
+                    ReviewCommand::Redact { id } => {
+                        review_cli::decide(&ledger, &id, ReviewDecision::Redact).await
+                    }
+                    ReviewCommand::Reject { id } => review_cli::reject(&ledger, &id).await,
                 },
-                ReviewCommand::Redact { id } => match config.pii.policy() {
-                    Ok(policy) => {
-                        let screening = quire_ingest::Review::new(policy);
-                        let decision = quire_store::ReviewDecision::Redact;
-                        review_cli::decide(store.as_ref(), &screening, &id, decision).await
-                    }
-                    Err(e) => Err(e),
-                },
-                ReviewCommand::Reject { id } => {
-                    // Not the staging area (`Staging::open` clears it, and a running server
-                    // may be receiving an upload there): only the originals.
-                    match config
-                        .files
-                        .store_settings(&config.data_dir)
-                        .and_then(|(location, s3)| Ok(quire_files::open(&location, &s3)?))
-                    {
-                        Ok(files) => review_cli::reject(store.as_ref(), files.as_ref(), &id).await,
-                        Err(e) => Err(e),
-                    }
-                }
             };
             store.close().await;
             println!("{}", out?);
@@ -386,11 +375,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Webhooks { command } => {
             init_logging(&config, "warn");
             let store = open_store(&config).await?;
-            let out = match command {
-                WebhooksCommand::List { json } => webhooks_cli::list(store.as_ref(), json).await,
-                WebhooksCommand::Deliveries { id, limit, json } => {
-                    webhooks_cli::deliveries(store.as_ref(), &id, limit, json).await
-                }
+            let out = match offline_ledger(&config, &store) {
+                Err(e) => Err(e),
+                Ok(ledger) => match command {
+                    WebhooksCommand::List { json } => webhooks_cli::list(&ledger, json).await,
+                    WebhooksCommand::Deliveries { id, limit, json } => {
+                        webhooks_cli::deliveries(&ledger, &id, limit, json).await
+                    }
+                },
             };
             store.close().await;
             println!("{}", out?);
@@ -477,6 +469,23 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
+/// The ledger the commands that work beside a running server (`keys`, `admin set-password`,
+/// `review`, `webhooks`) act through, as the operator: the opened `store`, the wall clock, the
+/// originals (not the staging area: `Staging::open` clears it, and a running server may be
+/// receiving an upload there) and the configured personal-data policy (what a redact decision
+/// takes out of a document's name).
+fn offline_ledger(config: &Config, store: &Arc<dyn Store>) -> anyhow::Result<Ledger> {
+    let (location, s3) = config.files.store_settings(&config.data_dir)?;
+    let originals = quire_files::open(&location, &s3)?;
+    let screening = quire_ingest::Review::new(config.pii.policy()?);
+    Ok(Ledger::offline(
+        Arc::clone(store),
+        Arc::new(SystemClock),
+        originals,
+        screening,
+    ))
+}
+
 /// `quire parse-worker`, started by the server for a document (`--serve`: for one document
 /// after another). It runs before the async runtime and reads no configuration: the memory
 /// limit covers the whole process, so nothing else should have started, and stdout carries
@@ -500,7 +509,7 @@ fn parse_worker(serve: bool) -> ExitCode {
 async fn serve(config: Config) -> anyhow::Result<()> {
     tracing::info!(?config, "starting quire {}", env!("CARGO_PKG_VERSION"));
     let app = quire_server::build(&config, Arc::new(SystemClock)).await?;
-    admin_cli::password_from_env(app.services().store.as_ref(), &SystemClock).await?;
+    admin_cli::password_from_env(app.services()).await?;
     let listener = tokio::net::TcpListener::bind(&config.bind)
         .await
         .with_context(|| format!("could not listen on {}", config.bind))?;

@@ -1,14 +1,15 @@
-//! `quire keys create|list|revoke`: API key management from the command line. These commands
-//! only open the database, so they work while `quire serve` runs on the same data directory.
+//! `quire keys create|list|revoke`: API key management from the command line, through the
+//! same use cases as the admin interface (acting as the operator, so creating and revoking a
+//! key are recorded in the audit log). These commands only open the database, so they work
+//! while `quire serve` runs on the same data directory.
 
 use quire_core::wire_timestamp as iso;
 use std::fmt::Write as _;
 
 use anyhow::{Context, bail};
-use quire_app::AppError;
-use quire_app::keys::{KeySpec, issue_key};
-use quire_core::{ApiKeyRecord, Clock, KeyId, Permission, SourceId, SourceScope, SystemClock};
-use quire_store::Store;
+use quire_app::keys::KeySpec;
+use quire_app::{Actor, AppError, Ledger};
+use quire_core::{ApiKeyRecord, KeyId, Permission, SourceId, SourceScope};
 use serde_json::{Value, json};
 
 /// Arguments of `keys create`.
@@ -46,7 +47,7 @@ pub fn key_json(key: &ApiKeyRecord) -> Value {
 }
 
 /// Creates a key and returns what to print.
-pub async fn create(store: &dyn Store, args: CreateArgs, as_json: bool) -> anyhow::Result<String> {
+pub async fn create(ledger: &Ledger, args: CreateArgs, as_json: bool) -> anyhow::Result<String> {
     let name = args.name.trim().to_owned();
     if name.is_empty() {
         bail!("--name must not be empty");
@@ -78,7 +79,7 @@ pub async fn create(store: &dyn Store, args: CreateArgs, as_json: bool) -> anyho
         scope,
         rate_limit: args.rate_limit,
     };
-    let (key, secret) = match issue_key(store, &SystemClock, spec).await {
+    let (key, secret) = match quire_app::keys::create(ledger, &Actor::Operator, spec).await {
         Ok(issued) => issued,
         Err(AppError::Invalid(message)) => bail!("{message}"),
         Err(e) => return Err(e.into()),
@@ -100,8 +101,8 @@ pub async fn create(store: &dyn Store, args: CreateArgs, as_json: bool) -> anyho
 }
 
 /// Lists keys.
-pub async fn list(store: &dyn Store, as_json: bool) -> anyhow::Result<String> {
-    let keys = store.list_keys().await?;
+pub async fn list(ledger: &Ledger, as_json: bool) -> anyhow::Result<String> {
+    let keys = quire_app::keys::list(ledger).await?;
     if as_json {
         let all: Vec<Value> = keys.iter().map(key_json).collect();
         return Ok(serde_json::to_string_pretty(&all)?);
@@ -137,12 +138,14 @@ pub async fn list(store: &dyn Store, as_json: bool) -> anyhow::Result<String> {
 }
 
 /// Revokes a key.
-pub async fn revoke(store: &dyn Store, id: &str, as_json: bool) -> anyhow::Result<String> {
+pub async fn revoke(ledger: &Ledger, id: &str, as_json: bool) -> anyhow::Result<String> {
     let id: KeyId = id
         .parse()
         .with_context(|| format!("{id:?} is not a key id (UUID)"))?;
-    let Some(key) = store.revoke_key(id, SystemClock.now()).await? else {
-        bail!("no API key with id {id}");
+    let key = match quire_app::keys::revoke(ledger, &Actor::Operator, id).await {
+        Ok(key) => key,
+        Err(AppError::NotFound(message)) => bail!("{message}"),
+        Err(e) => return Err(e.into()),
     };
     if as_json {
         return Ok(serde_json::to_string_pretty(&key_json(&key))?);

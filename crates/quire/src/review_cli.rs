@@ -1,16 +1,17 @@
 //! `quire review list|show|approve|redact|reject`: the personal-data review queue from the
-//! command line. Only the database and the file area are opened, so this works while
-//! `quire serve` runs: approve and redact queue the document again and the server's workers
-//! finish it; reject deletes it (a held document was never indexed, so nothing else holds it).
+//! command line, through the same use cases as the REST API and the admin interface (acting
+//! as the operator, so every decision is recorded in the audit log). Only the database and
+//! the file area are opened, so this works while `quire serve` runs: approve and redact queue
+//! the document again and the server's workers finish it; reject deletes it (a held document
+//! was never indexed, so nothing else holds it).
 
 use std::fmt::Write as _;
 
-use anyhow::{Context, bail};
-use chrono::{SecondsFormat, Utc};
-use quire_core::{DocumentId, DocumentStatus, SourceScope};
-use quire_files::OriginalStore;
-use quire_ingest::Review;
-use quire_store::{ReviewDecision, ReviewRecord, Store};
+use anyhow::Context;
+use chrono::SecondsFormat;
+use quire_app::records::{ReviewDecision, ReviewRecord};
+use quire_app::{Actor, Ledger, reviews};
+use quire_core::{DocumentId, SourceScope};
 use serde_json::{Value, json};
 
 fn review_json(review: &ReviewRecord, with_findings: bool) -> Value {
@@ -37,8 +38,8 @@ fn parse_id(raw: &str) -> anyhow::Result<DocumentId> {
 }
 
 /// Documents waiting for review.
-pub async fn list(store: &dyn Store, as_json: bool) -> anyhow::Result<String> {
-    let waiting = store.pending_reviews().await?;
+pub async fn list(ledger: &Ledger, as_json: bool) -> anyhow::Result<String> {
+    let waiting = reviews::pending(ledger, &SourceScope::All).await?;
     if as_json {
         let all: Vec<Value> = waiting.iter().map(|r| review_json(r, false)).collect();
         return Ok(serde_json::to_string_pretty(&all)?);
@@ -61,11 +62,9 @@ pub async fn list(store: &dyn Store, as_json: bool) -> anyhow::Result<String> {
 }
 
 /// One held document with its findings in context.
-pub async fn show(store: &dyn Store, id: &str, as_json: bool) -> anyhow::Result<String> {
+pub async fn show(ledger: &Ledger, id: &str, as_json: bool) -> anyhow::Result<String> {
     let id = parse_id(id)?;
-    let Some(review) = store.get_review(id).await? else {
-        bail!("document {id} was never held for review");
-    };
+    let review = reviews::get(ledger, &SourceScope::All, id).await?;
     if as_json {
         return Ok(serde_json::to_string_pretty(&review_json(&review, true))?);
     }
@@ -111,54 +110,23 @@ pub async fn show(store: &dyn Store, id: &str, as_json: bool) -> anyhow::Result<
 
 /// Approve or redact: the document is queued again and becomes ready when a worker is done.
 /// The findings are reduced to types, counts and masked excerpts, and redact takes them out
-/// of the document's name, as `screening` (the configured policy) finds them.
-pub async fn decide(
-    store: &dyn Store,
-    screening: &Review,
-    id: &str,
-    decision: ReviewDecision,
-) -> anyhow::Result<String> {
+/// of the document's name, as the ledger's screening (the configured policy) finds them.
+pub async fn decide(ledger: &Ledger, id: &str, decision: ReviewDecision) -> anyhow::Result<String> {
     let id = parse_id(id)?;
-    let Some(review) = store.get_review(id).await? else {
-        bail!("document {id} was never held for review");
-    };
-    let decided = screening.decided(&review, decision);
-    if store.decide_review(id, decided, Utc::now()).await? {
-        return Ok(format!(
-            "document {id} {}: queued for processing; it becomes ready when a running server's \
-             worker has indexed it",
-            match decision {
-                ReviewDecision::Approve => "approved",
-                ReviewDecision::Redact => "will be indexed redacted",
-            }
-        ));
-    }
-    match store.get_review(id).await? {
-        Some(r) => bail!(
-            "document {id} is not waiting for review (it is {})",
-            r.document.status.as_str()
-        ),
-        None => bail!("document {id} was never held for review"),
-    }
+    reviews::decide(ledger, &Actor::Operator, id, decision).await?;
+    Ok(format!(
+        "document {id} {}: queued for processing; it becomes ready when a running server's \
+         worker has indexed it",
+        match decision {
+            ReviewDecision::Approve => "approved",
+            ReviewDecision::Redact => "will be indexed redacted",
+        }
+    ))
 }
 
 /// Deletes a held document and its original file.
-pub async fn reject(
-    store: &dyn Store,
-    files: &dyn OriginalStore,
-    id: &str,
-) -> anyhow::Result<String> {
+pub async fn reject(ledger: &Ledger, id: &str) -> anyhow::Result<String> {
     let id = parse_id(id)?;
-    let review = store
-        .get_review(id)
-        .await?
-        .filter(|r| r.document.status == DocumentStatus::PendingReview)
-        .with_context(|| format!("document {id} is not waiting for review"))?;
-    store
-        .delete_document(&SourceScope::All, review.document.source_id, id)
-        .await?;
-    if let Err(e) = files.remove(id).await {
-        eprintln!("warning: could not remove the original file of {id}: {e}");
-    }
+    reviews::reject(ledger, &Actor::Operator, id).await?;
     Ok(format!("document {id} rejected: deleted with its file"))
 }

@@ -1,12 +1,14 @@
 //! `quire webhooks list|deliveries`: registered webhooks and their delivery log, from the
-//! command line (only the database is opened, so this works while `quire serve` runs).
+//! command line, through the same use cases as the REST API (only the database is opened, so
+//! this works while `quire serve` runs).
 
 use quire_core::wire_timestamp as iso;
 use std::fmt::Write as _;
 
 use anyhow::Context;
-use quire_core::WebhookId;
-use quire_store::{DeliveryAttempt, Store, WebhookRecord};
+use quire_app::records::{DeliveryAttempt, WebhookRecord};
+use quire_app::{AppError, Ledger, webhooks};
+use quire_core::{SourceScope, WebhookId};
 use serde_json::{Value, json};
 
 fn webhook_json(webhook: &WebhookRecord) -> Value {
@@ -30,8 +32,8 @@ fn attempt_json(attempt: &DeliveryAttempt) -> Value {
 }
 
 /// The registered webhooks (never their secrets).
-pub async fn list(store: &dyn Store, as_json: bool) -> anyhow::Result<String> {
-    let webhooks = store.list_webhooks().await?;
+pub async fn list(ledger: &Ledger, as_json: bool) -> anyhow::Result<String> {
+    let webhooks = webhooks::list(ledger, &SourceScope::All).await?;
     if as_json {
         return Ok(serde_json::to_string_pretty(
             &webhooks.iter().map(webhook_json).collect::<Vec<_>>(),
@@ -57,7 +59,7 @@ pub async fn list(store: &dyn Store, as_json: bool) -> anyhow::Result<String> {
 
 /// The newest `limit` delivery attempts of one webhook.
 pub async fn deliveries(
-    store: &dyn Store,
+    ledger: &Ledger,
     id: &str,
     limit: u32,
     as_json: bool,
@@ -65,10 +67,11 @@ pub async fn deliveries(
     let id: WebhookId = id
         .parse()
         .with_context(|| format!("{id:?} is not a webhook id (a UUID)"))?;
-    if store.get_webhook(id).await?.is_none() {
-        anyhow::bail!("no webhook {id}");
-    }
-    let attempts = store.deliveries(id, limit.max(1)).await?;
+    let attempts = match webhooks::deliveries(ledger, &SourceScope::All, id, limit.max(1)).await {
+        Ok(attempts) => attempts,
+        Err(AppError::NotFound(_)) => anyhow::bail!("no webhook {id}"),
+        Err(e) => return Err(e.into()),
+    };
     if as_json {
         return Ok(serde_json::to_string_pretty(
             &attempts.iter().map(attempt_json).collect::<Vec<_>>(),

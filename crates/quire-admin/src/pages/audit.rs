@@ -3,6 +3,7 @@
 use axum::extract::State;
 use axum::response::Html;
 use maud::html;
+use quire_app::audit;
 
 use crate::html::{page, table, time};
 use crate::session::Signed;
@@ -16,11 +17,16 @@ pub(crate) async fn show(
     State(state): State<AdminState>,
     signed: Signed,
 ) -> Result<Html<String>, AdminError> {
-    let entries = state.app.store.audit_log(SHOWN).await?;
+    let entries = audit::recent(&state.app, SHOWN).await?;
     let caption = format!("The {SHOWN} most recent entries, newest first");
     let rows = html! {
         @for entry in &entries {
-            tr { td { (time(entry.at)) } td { code { (entry.action) } } td { (entry.detail) } }
+            tr {
+                td { (time(entry.at)) }
+                td { (entry.actor) }
+                td { code { (entry.action) } }
+                td { (entry.detail) }
+            }
         }
     };
     let body = html! {
@@ -28,7 +34,7 @@ pub(crate) async fn show(
         @if entries.is_empty() {
             p class="muted" { "Nothing recorded yet." }
         } @else {
-            (table(None, Some(&caption), &["When", "Action", "Details"], rows))
+            (table(None, Some(&caption), &["When", "Who", "Action", "Details"], rows))
         }
     };
     Ok(page("/admin/audit", "Audit log", &signed.csrf, body))

@@ -3,7 +3,8 @@
 use axum::extract::State;
 use axum::response::Html;
 use maud::html;
-use quire_core::{DocumentStatus, SourceScope};
+use quire_app::health::{self, Overview};
+use quire_core::DocumentStatus;
 
 use crate::html::{page, table, time};
 use crate::session::Signed;
@@ -25,11 +26,12 @@ pub(crate) async fn show(
     State(state): State<AdminState>,
     signed: Signed,
 ) -> Result<Html<String>, AdminError> {
-    let store = &state.app.store;
-    let sources = store.list_sources(&SourceScope::All).await?.len();
-    let counts = store.document_status_counts().await?;
-    let jobs = store.pending_job_count().await?;
-    let failures = store.recent_failures(RECENT_FAILURES).await?;
+    let Overview {
+        sources,
+        pending_jobs: jobs,
+        documents: counts,
+        recent_failures: failures,
+    } = health::overview(&state.app, RECENT_FAILURES).await?;
 
     let count = |status: DocumentStatus| {
         counts

@@ -8,11 +8,10 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use maud::{Markup, html};
-use quire_app::AppError;
-use quire_app::keys::{KeySpec, issue_key};
+use quire_app::keys::{self, KeySpec};
+use quire_app::{Actor, AppError, sources};
 use quire_core::{ApiKeyRecord, KeyId, Permission, SourceId, SourceRecord, SourceScope};
 
-use super::audit;
 use crate::html::{alert, back, csrf_field, opt_time, page, table, time};
 use crate::session::{Form, Signed, csrf_refused};
 use crate::{AdminError, AdminState};
@@ -164,8 +163,8 @@ async fn list_page(
     error: Option<&str>,
     draft: &Draft,
 ) -> Result<Html<String>, AdminError> {
-    let keys = state.app.store.list_keys().await?;
-    let sources = state.app.store.list_sources(&SourceScope::All).await?;
+    let keys = keys::list(&state.app).await?;
+    let sources = sources::list(&state.app, &SourceScope::All).await?;
     let body = list_body(&keys, &sources, &signed.csrf, error, draft);
     Ok(page("/admin/keys", "API keys", &signed.csrf, body))
 }
@@ -251,25 +250,14 @@ pub(crate) async fn create(
         Ok(spec) => spec,
         Err(message) => return invalid(&state, &signed, &message, &draft).await,
     };
-    let scope = match spec.scope.source_ids() {
-        None => "all sources".to_owned(),
-        Some(ids) => format!("{} source(s)", ids.len()),
+    let (key, secret) = match keys::create(&state.app, &Actor::Admin, spec).await {
+        Ok(issued) => issued,
+        // A chosen source was deleted meanwhile.
+        Err(AppError::Invalid(message)) => {
+            return invalid(&state, &signed, &message, &draft).await;
+        }
+        Err(e) => return Err(e.into()),
     };
-    let (key, secret) =
-        match issue_key(state.app.store.as_ref(), state.app.clock.as_ref(), spec).await {
-            Ok(issued) => issued,
-            // A chosen source was deleted meanwhile.
-            Err(AppError::Invalid(message)) => {
-                return invalid(&state, &signed, &message, &draft).await;
-            }
-            Err(e) => return Err(e.into()),
-        };
-    audit(
-        &state,
-        "key.created",
-        format!("{} ({}), {}, {scope}", key.name, key.id, key.permission),
-    )
-    .await?;
     let body = html! {
         h1 { "Key created" }
         p class="ok" role="status" {
@@ -316,7 +304,7 @@ pub(crate) async fn confirm_revoke(
     let Ok(id) = id.parse::<KeyId>() else {
         return Ok(not_found(&signed));
     };
-    let keys = state.app.store.list_keys().await?;
+    let keys = keys::list(&state.app).await?;
     let Some(key) = keys.iter().find(|k| k.id == id) else {
         return Ok(not_found(&signed));
     };
@@ -356,16 +344,11 @@ pub(crate) async fn revoke(
     let Ok(id) = id.parse::<KeyId>() else {
         return Ok(not_found(&signed));
     };
-    let Some(key) = state
-        .app
-        .store
-        .revoke_key(id, state.app.clock.now())
-        .await?
-    else {
-        return Ok(not_found(&signed));
-    };
-    audit(&state, "key.revoked", format!("{} ({})", key.name, key.id)).await?;
-    Ok(Redirect::to("/admin/keys").into_response())
+    match keys::revoke(&state.app, &Actor::Admin, id).await {
+        Ok(_) => Ok(Redirect::to("/admin/keys").into_response()),
+        Err(AppError::NotFound(_)) => Ok(not_found(&signed)),
+        Err(e) => Err(e.into()),
+    }
 }
 
 #[cfg(test)]

@@ -6,9 +6,9 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use chrono::{DateTime, Utc};
 use maud::html;
+use quire_app::admin_access;
 use quire_core::Secret;
 
-use super::audit;
 use crate::html::{alert, bare_page, csrf_field, time};
 use crate::session::{
     Client, Form, LOGIN_COOKIE, SESSION_COOKIE, Signed, constant_time_eq, cookie, csrf_refused,
@@ -41,7 +41,7 @@ pub(crate) async fn form(
     State(state): State<AdminState>,
     client: Client,
 ) -> Result<Response, AdminError> {
-    let Some(password_hash) = state.app.store.admin_password_hash().await? else {
+    let Some(password_hash) = admin_access::password_hash(&state.app).await? else {
         return Ok(bare_page(
             StatusCode::OK,
             "No password set",
@@ -56,7 +56,7 @@ pub(crate) async fn form(
             },
         ));
     };
-    let token = login_token::issue(&password_hash, state.app.clock.now())?;
+    let token = login_token::issue(&password_hash, state.app.now())?;
     let mut response = login_page(StatusCode::OK, &token, None);
     response.headers_mut().append(
         header::SET_COOKIE,
@@ -79,8 +79,8 @@ pub(crate) async fn submit(
     body: Bytes,
 ) -> Result<Response, AdminError> {
     let form = Form::parse(&body);
-    let now = state.app.clock.now();
-    let Some(stored) = state.app.store.admin_password_hash().await? else {
+    let now = state.app.now();
+    let Some(stored) = admin_access::password_hash(&state.app).await? else {
         // Nothing to sign in to, and no key that could have signed a form token.
         return Ok(login_page(
             StatusCode::UNAUTHORIZED,
@@ -108,18 +108,13 @@ pub(crate) async fn submit(
     let password = Secret::new(form.get("password").unwrap_or_default().to_owned());
     let verified = password::verify_blocking(password, stored).await;
     drop(slot);
+    let from = client
+        .ip
+        .map(|ip| ip.to_string())
+        .unwrap_or_else(|| "unknown address".into());
     if !verified? {
         // The reservation stays: it is this failure.
-        let from = client
-            .ip
-            .map(|ip| ip.to_string())
-            .unwrap_or_else(|| "unknown address".into());
-        audit(
-            &state,
-            "admin.sign_in_failed",
-            format!("wrong password from {from}"),
-        )
-        .await?;
+        admin_access::sign_in_failed(&state.app, &from).await?;
         return Ok(login_page(
             StatusCode::UNAUTHORIZED,
             &token,
@@ -129,16 +124,14 @@ pub(crate) async fn submit(
     state.throttle.succeeded(reservation);
     let session = new_token()?;
     let csrf = new_token()?;
-    let store = &state.app.store;
-    store.prune_admin_sessions(now).await?;
-    store
-        .create_admin_session(&hash_token(&session), &csrf, session_expiry(now))
-        .await?;
-    let from = client
-        .ip
-        .map(|ip| ip.to_string())
-        .unwrap_or_else(|| "unknown address".into());
-    audit(&state, "admin.signed_in", format!("from {from}")).await?;
+    admin_access::start_session(
+        &state.app,
+        &hash_token(&session),
+        &csrf,
+        session_expiry(now),
+        &from,
+    )
+    .await?;
     let mut response = Redirect::to("/admin").into_response();
     let headers = response.headers_mut();
     headers.append(header::SET_COOKIE, session_cookie(&session, client.https));
@@ -185,12 +178,7 @@ pub(crate) async fn logout(
     if !signed.csrf_ok(&Form::parse(&body)) {
         return Ok(csrf_refused());
     }
-    state
-        .app
-        .store
-        .delete_admin_session(&signed.token_hash)
-        .await?;
-    audit(&state, "admin.signed_out", String::new()).await?;
+    admin_access::end_session(&state.app, &signed.token_hash).await?;
     let mut response = Redirect::to("/admin/login").into_response();
     response.headers_mut().append(
         header::SET_COOKIE,

@@ -48,7 +48,7 @@ fn form(csrf: &str, keys: &[ApiKeyRecord], chosen: Option<KeyId>, query: &str) -
 }
 
 async fn active_keys(state: &AdminState) -> Result<Vec<ApiKeyRecord>, AdminError> {
-    let mut keys = state.app.store.list_keys().await?;
+    let mut keys = quire_app::keys::list(&state.app).await?;
     keys.retain(|k| k.revoked_at.is_none());
     Ok(keys)
 }

@@ -6,12 +6,11 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use maud::{Markup, html};
-use quire_app::{AppError, reviews};
+use quire_app::records::{ReviewDecision, ReviewRecord};
+use quire_app::{Actor, AppError, reviews};
 use quire_core::{DocumentId, SourceScope};
-use quire_store::{ReviewDecision, ReviewRecord};
 use serde_json::Value;
 
-use super::audit;
 use crate::html::{alert, back, csrf_field, page, table, time};
 use crate::session::{Form, Signed, csrf_refused};
 use crate::{AdminError, AdminState};
@@ -121,12 +120,11 @@ async fn waiting(state: &AdminState, id: &str) -> Result<Option<ReviewRecord>, A
     let Ok(id) = id.parse::<DocumentId>() else {
         return Ok(None);
     };
-    Ok(state
-        .app
-        .store
-        .get_review(id)
-        .await?
-        .filter(|r| r.decision.is_none()))
+    match reviews::get(&state.app, &SourceScope::All, id).await {
+        Ok(review) => Ok(Some(review).filter(|r| r.decision.is_none())),
+        Err(AppError::NotFound(_)) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// GET /admin/review/{docId}: the findings and the decision form.
@@ -184,12 +182,11 @@ pub(crate) async fn decide(
         return Ok(Redirect::to("/admin/review?done=gone").into_response());
     };
     let doc = &review.document;
-    let describe = format!("{} ({})", doc.name, doc.id);
     let decision = match form.get("decision") {
         Some("approve") => ReviewDecision::Approve,
         Some("redact") => ReviewDecision::Redact,
         Some("reject") if form.get("confirm_reject") == Some("yes") => {
-            match reviews::reject(&state.app, &SourceScope::All, doc.id).await {
+            match reviews::reject(&state.app, &Actor::Admin, doc.id).await {
                 Ok(_) => {}
                 // Decided or deleted by someone else meanwhile.
                 Err(AppError::NotFound(_)) => {
@@ -197,7 +194,6 @@ pub(crate) async fn decide(
                 }
                 Err(e) => return Err(e.into()),
             }
-            audit(&state, "review.rejected", describe).await?;
             return Ok(Redirect::to("/admin/review?done=rejected").into_response());
         }
         _ => {
@@ -222,18 +218,17 @@ pub(crate) async fn decide(
                 .into_response());
         }
     };
-    match reviews::decide(&state.app, &SourceScope::All, doc.id, decision).await {
+    match reviews::decide(&state.app, &Actor::Admin, doc.id, decision).await {
         Ok(_) => {}
         Err(AppError::NotFound(_) | AppError::Conflict(_)) => {
             return Ok(Redirect::to("/admin/review?done=gone").into_response());
         }
         Err(e) => return Err(e.into()),
     }
-    let (action, done) = match decision {
-        ReviewDecision::Approve => ("review.approved", "approved"),
-        ReviewDecision::Redact => ("review.redacted", "redacted"),
+    let done = match decision {
+        ReviewDecision::Approve => "approved",
+        ReviewDecision::Redact => "redacted",
     };
-    audit(&state, action, describe).await?;
     Ok(Redirect::to(&format!("/admin/review?done={done}")).into_response())
 }
 

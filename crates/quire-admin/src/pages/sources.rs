@@ -9,16 +9,17 @@ use axum::extract::{Multipart, Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use maud::{Markup, html};
-use quire_app::uploads::{self, PartError};
+use quire_app::records::{DocumentProgress, ProcessingStage};
+use quire_app::sources::SourceSpec;
+use quire_app::uploads::{self, PartError, clean_file_name};
+use quire_app::{Actor, AppError, documents, sources};
 use quire_core::{
-    DocumentId, DocumentRecord, DocumentStatus, NewSource, SourceDescription, SourceId, SourceName,
+    DocumentId, DocumentRecord, DocumentStatus, SourceDescription, SourceId, SourceName,
     SourceRecord, SourceScope, SourceType,
 };
-use quire_ingest::clean_file_name;
-use quire_store::{Created, DocumentProgress, ProcessingStage};
 use serde_json::{Value, json};
 
-use super::audit;
+use crate::error::status_of;
 use crate::html::{alert, back, bare_page, csrf_field, headings_row, page, table, time};
 use crate::session::{Form, Signed, csrf_refused};
 use crate::{AdminError, AdminState};
@@ -86,7 +87,7 @@ async fn list_page(
     signed: &Signed,
     form: Markup,
 ) -> Result<Html<String>, AdminError> {
-    let sources = state.app.store.list_sources(&SourceScope::All).await?;
+    let sources = sources::list(&state.app, &SourceScope::All).await?;
     Ok(page(
         NAV,
         "Sources",
@@ -127,23 +128,12 @@ pub(crate) async fn create(
             return Ok((StatusCode::BAD_REQUEST, page).into_response());
         }
     };
-    let source = state
-        .app
-        .store
-        .create_source(NewSource {
-            id: SourceId::new(),
-            name,
-            description,
-            source_type: SourceType::default(),
-            created_at: state.app.clock.now(),
-        })
-        .await?;
-    audit(
-        &state,
-        "source.created",
-        format!("{} ({})", source.name, source.id),
-    )
-    .await?;
+    let spec = SourceSpec {
+        name,
+        description,
+        source_type: SourceType::default(),
+    };
+    let source = sources::create(&state.app, &Actor::Admin, spec).await?;
     Ok(Redirect::to(&format!("/admin/sources/{}", source.id)).into_response())
 }
 
@@ -185,8 +175,13 @@ async fn progress_of(
         .iter()
         .filter(|d| d.status == DocumentStatus::Processing)
     {
-        if let Some(progress) = state.app.store.document_progress(doc.id).await? {
-            found.insert(doc.id, progress);
+        match documents::get(&state.app, &SourceScope::All, doc.source_id, doc.id).await {
+            Ok((_, Some(progress))) => {
+                found.insert(doc.id, progress);
+            }
+            // Done meanwhile, or deleted.
+            Ok((_, None)) | Err(AppError::NotFound(_)) => {}
+            Err(e) => return Err(e.into()),
         }
     }
     Ok(found)
@@ -200,7 +195,26 @@ async fn source_of(state: &AdminState, id: &str) -> Result<Option<SourceRecord>,
     let Ok(id) = id.parse::<SourceId>() else {
         return Ok(None);
     };
-    Ok(state.app.store.get_source(&SourceScope::All, id).await?)
+    match sources::get(&state.app, &SourceScope::All, id).await {
+        Ok(source) => Ok(Some(source)),
+        Err(AppError::NotFound(_)) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The source `id` with its documents, newest first; `None` when there is no such source.
+async fn source_with_documents(
+    state: &AdminState,
+    id: &str,
+) -> Result<Option<(SourceRecord, Vec<DocumentRecord>)>, AdminError> {
+    let Ok(id) = id.parse::<SourceId>() else {
+        return Ok(None);
+    };
+    match sources::get_with_documents(&state.app, &SourceScope::All, id).await {
+        Ok(found) => Ok(Some(found)),
+        Err(AppError::NotFound(_)) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// A source's documents, marked for admin.js to poll their statuses while any is pending.
@@ -241,17 +255,11 @@ pub(crate) async fn show(
     signed: Signed,
     Path(id): Path<String>,
 ) -> Result<Response, AdminError> {
-    let Some(source) = source_of(&state, &id).await? else {
+    let Some((source, docs)) = source_with_documents(&state, &id).await? else {
         return Ok(not_found(&signed, "source"));
     };
-    let docs = state
-        .app
-        .store
-        .list_documents(&SourceScope::All, source.id)
-        .await?
-        .unwrap_or_default();
     let progress = progress_of(&state, &docs).await?;
-    let max = human_size(state.app.ingest.settings().max_upload_bytes);
+    let max = human_size(state.app.max_upload_bytes());
     let body = html! {
         h1 { (source.name) }
         p class="muted" { (source.description) }
@@ -278,15 +286,9 @@ pub(crate) async fn statuses(
     signed: Signed,
     Path(id): Path<String>,
 ) -> Result<Response, AdminError> {
-    let Some(source) = source_of(&state, &id).await? else {
+    let Some((_, docs)) = source_with_documents(&state, &id).await? else {
         return Ok(not_found(&signed, "source"));
     };
-    let docs = state
-        .app
-        .store
-        .list_documents(&SourceScope::All, source.id)
-        .await?
-        .unwrap_or_default();
     let progress = progress_of(&state, &docs).await?;
     let all: serde_json::Map<String, Value> = docs
         .iter()
@@ -306,16 +308,16 @@ pub(crate) async fn statuses(
 }
 
 fn bad_upload(signed: &Signed, source: SourceId, message: &str) -> Response {
+    upload_failed(StatusCode::BAD_REQUEST, signed, source, message)
+}
+
+fn upload_failed(status: StatusCode, signed: &Signed, source: SourceId, message: &str) -> Response {
     let body = html! {
         h1 { "Upload failed" }
         (alert(message))
         p { a href={ "/admin/sources/" (source) } { "Back to the source" } }
     };
-    (
-        StatusCode::BAD_REQUEST,
-        page(NAV, "Upload failed", &signed.csrf, body),
-    )
-        .into_response()
+    (status, page(NAV, "Upload failed", &signed.csrf, body)).into_response()
 }
 
 /// POST /admin/sources/{id}/upload: several files in the `files` part; the CSRF field must
@@ -330,7 +332,7 @@ pub(crate) async fn upload(
     let Ok(mut multipart) = multipart else {
         return Ok(csrf_refused());
     };
-    let max_files = state.app.uploads.max_bulk_files;
+    let max_files = state.app.upload_settings().max_bulk_files;
     if declared_length(&headers)
         .is_some_and(|n| n > uploads::max_request_bytes(&state.app, max_files))
     {
@@ -403,19 +405,29 @@ pub(crate) async fn upload(
     if received.is_empty() && problems.is_empty() {
         return Ok(bad_upload(&signed, source.id, "Choose at least one file."));
     }
-    for upload in received {
-        let created = uploads::accept(&state.app, &SourceScope::All, source.id, upload).await?;
-        if let Created::New(doc) = &created {
-            audit(
-                &state,
-                "document.uploaded",
-                format!("{} ({}) in {}", doc.name, doc.id, source.name),
-            )
-            .await?;
+    // Every received file in one transaction; a file whose original could not be kept fails
+    // alone and is reported with the others' problems.
+    let names: Vec<String> = received.iter().map(|u| clean_file_name(&u.name)).collect();
+    let outcomes = if received.is_empty() {
+        Vec::new()
+    } else {
+        uploads::accept_all(&state.app, &Actor::Admin, source.id, received).await?
+    };
+    let mut status = StatusCode::BAD_REQUEST;
+    for (name, outcome) in names.iter().zip(outcomes) {
+        if let Err(e) = outcome {
+            // A fault of the service (5xx) outweighs the refusals of files.
+            status = status.max(status_of(&e));
+            problems.push(format!("{name} could not be stored: {e}"));
         }
     }
     if !problems.is_empty() {
-        return Ok(bad_upload(&signed, source.id, &problems.join("; ")));
+        return Ok(upload_failed(
+            status,
+            &signed,
+            source.id,
+            &problems.join("; "),
+        ));
     }
     Ok(Redirect::to(&format!("/admin/sources/{}", source.id)).into_response())
 }
@@ -455,11 +467,18 @@ fn encode(value: &str) -> String {
 }
 
 /// Finds a document by id alone (the admin sees every source).
-async fn document_of(state: &AdminState, id: &str) -> Result<Option<DocumentRecord>, AdminError> {
+async fn document_of(
+    state: &AdminState,
+    id: &str,
+) -> Result<Option<(DocumentRecord, Option<DocumentProgress>)>, AdminError> {
     let Ok(id) = id.parse::<DocumentId>() else {
         return Ok(None);
     };
-    Ok(state.app.store.find_document(id).await?)
+    match documents::find(&state.app, id).await {
+        Ok(found) => Ok(Some(found)),
+        Err(AppError::NotFound(_)) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// GET /admin/documents/{id}: the document, its text by page and the delete form.
@@ -468,12 +487,11 @@ pub(crate) async fn document(
     signed: Signed,
     Path(id): Path<String>,
 ) -> Result<Response, AdminError> {
-    let Some(doc) = document_of(&state, &id).await? else {
+    let Some((doc, progress)) = document_of(&state, &id).await? else {
         return Ok(not_found(&signed, "document"));
     };
-    let chunks = state.app.store.document_chunks(doc.id).await?;
-    let progress = progress_of(&state, std::slice::from_ref(&doc)).await?;
-    let status = match progress.get(&doc.id) {
+    let chunks = documents::passages(&state.app, doc.id).await?;
+    let status = match &progress {
         Some(progress) => format!("{} ({})", doc.status, progress_text(progress)),
         None => doc.status.as_str().to_owned(),
     };
@@ -535,7 +553,7 @@ pub(crate) async fn delete(
     if !signed.csrf_ok(&form) {
         return Ok(csrf_refused());
     }
-    let Some(doc) = document_of(&state, &id).await? else {
+    let Some((doc, _)) = document_of(&state, &id).await? else {
         return Ok(not_found(&signed, "document"));
     };
     if form.get("confirm") != Some("yes") {
@@ -554,17 +572,11 @@ pub(crate) async fn delete(
         )
             .into_response());
     }
-    state
-        .app
-        .ingest
-        .delete(&SourceScope::All, doc.source_id, doc.id)
-        .await?;
-    audit(
-        &state,
-        "document.deleted",
-        format!("{} ({})", doc.name, doc.id),
-    )
-    .await?;
+    match documents::delete(&state.app, &Actor::Admin, doc.source_id, doc.id).await {
+        // Not found: deleted by someone else meanwhile; it is gone either way.
+        Ok(_) | Err(AppError::NotFound(_)) => {}
+        Err(e) => return Err(e.into()),
+    }
     Ok(Redirect::to(&format!("/admin/sources/{}", doc.source_id)).into_response())
 }
 

@@ -6,11 +6,10 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use maud::{Markup, html};
-use quire_app::AppError;
+use quire_app::records::WebhookRecord;
+use quire_app::{Actor, AppError, webhooks};
 use quire_core::{SourceScope, WebhookEvent, WebhookId};
-use quire_store::WebhookRecord;
 
-use super::audit;
 use crate::AdminState;
 use crate::error::AdminError;
 use crate::html::{alert, back, csrf_field, page, table, time};
@@ -56,7 +55,7 @@ async fn list_page(
     signed: &Signed,
     form: Markup,
 ) -> Result<Html<String>, AdminError> {
-    let hooks = state.app.store.list_webhooks().await?;
+    let hooks = webhooks::list(&state.app, &SourceScope::All).await?;
     let rows = html! {
         @for hook in &hooks {
             tr data-webhook-id=(hook.id) {
@@ -112,10 +111,17 @@ pub(crate) async fn create(
     }
     let raw_url = form.get("url").unwrap_or_default().trim().to_owned();
     let names: Vec<&str> = form.all("events").collect();
-    let registered = match quire_app::webhooks::parse_events(&names) {
+    let registered = match webhooks::parse_events(&names) {
         // The administrator signs in for the whole instance: every source.
         Ok(events) => {
-            quire_app::webhooks::register(&state.app, SourceScope::All, &raw_url, events).await
+            webhooks::register(
+                &state.app,
+                &Actor::Admin,
+                SourceScope::All,
+                &raw_url,
+                events,
+            )
+            .await
         }
         Err(e) => Err(e),
     };
@@ -127,12 +133,6 @@ pub(crate) async fn create(
         }
         Err(e) => return Err(e.into()),
     };
-    audit(
-        &state,
-        "webhook.created",
-        format!("{} ({})", hook.url, hook.id),
-    )
-    .await?;
     let body = html! {
         h1 { "Webhook registered" }
         p class="ok" role="status" {
@@ -174,7 +174,11 @@ async fn webhook_of(state: &AdminState, id: &str) -> Result<Option<WebhookRecord
     let Ok(id) = id.parse::<WebhookId>() else {
         return Ok(None);
     };
-    Ok(state.app.store.get_webhook(id).await?)
+    match webhooks::get(&state.app, &SourceScope::All, id).await {
+        Ok(hook) => Ok(Some(hook)),
+        Err(AppError::NotFound(_)) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// GET /admin/webhooks/{id}: the delivery log and the delete form.
@@ -186,11 +190,19 @@ pub(crate) async fn show(
     let Some(hook) = webhook_of(&state, &id).await? else {
         return Ok(not_found(&signed));
     };
-    let attempts = state
-        .app
-        .store
-        .deliveries(hook.id, DELIVERIES_SHOWN)
-        .await?;
+    let attempts = match webhooks::deliveries(
+        &state.app,
+        &SourceScope::All,
+        hook.id,
+        DELIVERIES_SHOWN,
+    )
+    .await
+    {
+        Ok(attempts) => attempts,
+        // Deleted meanwhile.
+        Err(AppError::NotFound(_)) => return Ok(not_found(&signed)),
+        Err(e) => return Err(e.into()),
+    };
     let caption = format!("The {DELIVERIES_SHOWN} most recent attempts");
     let rows = html! {
         @for attempt in &attempts {
@@ -252,13 +264,9 @@ pub(crate) async fn delete(
     if form.get("confirm") != Some("yes") {
         return Ok(Redirect::to(&format!("/admin/webhooks/{}", hook.id)).into_response());
     }
-    if state.app.store.delete_webhook(hook.id).await? {
-        audit(
-            &state,
-            "webhook.deleted",
-            format!("{} ({})", hook.url, hook.id),
-        )
-        .await?;
+    match webhooks::delete(&state.app, &Actor::Admin, hook.id).await {
+        // Not found: deleted by someone else meanwhile; it is gone either way.
+        Ok(()) | Err(AppError::NotFound(_)) => Ok(Redirect::to("/admin/webhooks").into_response()),
+        Err(e) => Err(e.into()),
     }
-    Ok(Redirect::to("/admin/webhooks").into_response())
 }

@@ -106,15 +106,16 @@ async fn a_small_corpus_scores_end_to_end() {
     use_model(&mut config, Mode::Keyword, None);
     let (_scratch, app, config) = eval_app(&config, None).await.unwrap();
     let state = app.services().clone();
+    let parts = app.parts().clone();
     let files = document_files(corpus.path()).unwrap();
-    let names = ingest_directory(&state, &files, &config.data_dir)
+    let names = ingest_directory(&parts, &files, &config.data_dir)
         .await
         .unwrap();
     let mut ingested: Vec<&str> = names.values().map(String::as_str).collect();
     ingested.sort_unstable();
     assert_eq!(ingested, ["pumps.md", "turbines.md"]);
     // A second pass over the same data directory finds the documents ingested.
-    let again = ingest_directory(&state, &files, &config.data_dir)
+    let again = ingest_directory(&parts, &files, &config.data_dir)
         .await
         .unwrap();
     assert_eq!(again, names);

@@ -3,7 +3,7 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use quire_core::DocumentStatus;
+use quire_app::documents;
 
 use super::{DocumentPath, SourcePath};
 use crate::auth::{Read, ReadWrite, Require};
@@ -24,11 +24,7 @@ pub(super) async fn list(
     Require(caller, _): Require<Read>,
     ApiPath(SourcePath { id }): ApiPath<SourcePath>,
 ) -> Result<Json<Vec<DocumentJson>>, ApiError> {
-    let documents = state
-        .store
-        .list_documents(caller.scope(), id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("data source {id} not found")))?;
+    let documents = documents::list(&state, caller.scope(), id).await?;
     Ok(Json(documents.iter().map(DocumentJson::from).collect()))
 }
 
@@ -45,16 +41,7 @@ pub(super) async fn get(
     Require(caller, _): Require<Read>,
     ApiPath(DocumentPath { id, doc_id }): ApiPath<DocumentPath>,
 ) -> Result<Json<DocumentJson>, ApiError> {
-    let document = state
-        .store
-        .get_document(caller.scope(), id, doc_id)
-        .await?
-        .ok_or_else(|| document_not_found(doc_id))?;
-    // Only a document being processed has progress; the others save the query.
-    let progress = match document.status {
-        DocumentStatus::Processing => state.store.document_progress(doc_id).await?,
-        _ => None,
-    };
+    let (document, progress) = documents::get(&state, caller.scope(), id, doc_id).await?;
     Ok(Json(
         DocumentJson::from(&document).with_progress(progress.as_ref()),
     ))
@@ -74,14 +61,6 @@ pub(super) async fn delete(
     Require(caller, _): Require<ReadWrite>,
     ApiPath(DocumentPath { id, doc_id }): ApiPath<DocumentPath>,
 ) -> Result<StatusCode, ApiError> {
-    state
-        .ingest
-        .delete(caller.scope(), id, doc_id)
-        .await?
-        .ok_or_else(|| document_not_found(doc_id))?;
+    documents::delete(&state, &caller.actor(), id, doc_id).await?;
     Ok(StatusCode::NO_CONTENT)
-}
-
-fn document_not_found(id: quire_core::DocumentId) -> ApiError {
-    ApiError::NotFound(format!("document {id} not found in this data source"))
 }

@@ -60,7 +60,7 @@ pub(super) async fn generate(
         conversation_id: body.conversation_id,
     };
     let answer = ask(&state, caller.key.id, caller.scope(), request).await?;
-    let keep_alive = state.generation.settings.keep_alive;
+    let keep_alive = state.generation().settings.keep_alive;
     let events = answer.map(|event| Ok::<_, Infallible>(sse_event(event)));
     let mut response = Sse::new(events)
         .keep_alive(KeepAlive::new().interval(keep_alive))

@@ -7,7 +7,7 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
-use quire_core::{Permission, SourceScope};
+use quire_app::health::{self, OcrHealth, SemanticHealth};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -87,56 +87,44 @@ pub(super) async fn version(
     State(state): State<AppState>,
     headers: HeaderMap,
 ) -> Json<VersionJson> {
-    let admin_key = if headers.contains_key(axum::http::header::AUTHORIZATION) {
-        find_key(&state, &headers)
-            .await
-            .ok()
-            .filter(|key| key.permission == Permission::Admin)
+    // Only a key that is sent is looked up (and its use is not recorded); one that is not
+    // accepted counts as none.
+    let key = if headers.contains_key(axum::http::header::AUTHORIZATION) {
+        find_key(&state, &headers).await.ok()
     } else {
         None
     };
-    let admin = admin_key.is_some();
-    // The count covers the chunks of every source: an admin key limited to some sources must
-    // not learn how much the others hold.
-    let every_source = admin_key.is_some_and(|key| key.scope == SourceScope::All);
-    let semantic = match (state.ingest.semantic(), admin) {
-        (Some(_), false) => SemanticSearchJson {
-            enabled: true,
-            ..Default::default()
-        },
-        (None, false) => SemanticSearchJson::default(),
-        (Some(semantic), true) => SemanticSearchJson {
-            enabled: true,
-            model: Some(semantic.embedder().model_id().to_string()),
-            engine: Some(semantic.embedder().engine().to_string()),
-            dimensions: Some(semantic.embedder().dimensions()),
-            embedded_chunks: every_source.then(|| semantic.vectors().len()),
-            reembedding: Some(semantic.backfill_running()),
-            ..Default::default()
-        },
-        (None, true) => SemanticSearchJson {
-            reason: Some(state.semantic_note.to_string()),
-            ..Default::default()
-        },
-    };
-    let ocr = admin.then(|| match state.ingest.ocr() {
-        Some(ocr) => OcrJson {
-            enabled: true,
-            languages: Some(ocr.languages.clone()),
-            max_pages: Some(ocr.max_pages),
-            dpi: Some(ocr.dpi),
-            note: Some(state.ingest.ocr_note().to_string()),
-            reason: None,
-        },
-        None => OcrJson {
-            enabled: false,
-            reason: Some(state.ingest.ocr_note().to_string()),
-            ..Default::default()
-        },
-    });
+    let report = health::report(&state, key.as_ref());
     Json(VersionJson {
-        version: env!("CARGO_PKG_VERSION"),
-        semantic_search: semantic,
-        ocr,
+        version: report.version,
+        semantic_search: report.semantic.into(),
+        ocr: report.ocr.map(OcrJson::from),
     })
+}
+
+impl From<SemanticHealth> for SemanticSearchJson {
+    fn from(s: SemanticHealth) -> Self {
+        Self {
+            enabled: s.enabled,
+            model: s.model,
+            engine: s.engine,
+            dimensions: s.dimensions,
+            embedded_chunks: s.embedded_chunks,
+            reembedding: s.reembedding,
+            reason: s.reason,
+        }
+    }
+}
+
+impl From<OcrHealth> for OcrJson {
+    fn from(o: OcrHealth) -> Self {
+        Self {
+            enabled: o.enabled,
+            languages: o.languages,
+            max_pages: o.max_pages,
+            dpi: o.dpi,
+            note: o.note,
+            reason: o.reason,
+        }
+    }
 }

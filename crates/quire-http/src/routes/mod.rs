@@ -22,7 +22,7 @@ use axum::http::{HeaderValue, Response, StatusCode, header};
 use axum::middleware::{from_fn_with_state, map_response, map_response_with_state};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
-use quire_store::RateBucket;
+use quire_app::records::RateBucket;
 use serde::Deserialize;
 use tower_http::catch_panic::CatchPanicLayer;
 use utoipa::IntoParams;
@@ -128,7 +128,7 @@ async fn default_rate_headers(
     mut response: Response<Body>,
 ) -> Response<Body> {
     if !response.headers().contains_key("x-ratelimit-limit") {
-        crate::apply_headers(&state.limiter.unauthenticated(), response.headers_mut());
+        crate::apply_headers(&state.limiter().unauthenticated(), response.headers_mut());
     }
     response
 }

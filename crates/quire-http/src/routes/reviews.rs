@@ -4,10 +4,10 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use quire_app::records::{ReviewDecision, ReviewRecord};
 use quire_app::reviews;
 use quire_core::DocumentId;
 use quire_core::wire_timestamp as iso;
-use quire_store::{ReviewDecision, ReviewRecord};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -145,7 +145,7 @@ async fn decide(
     ApiPath(path): ApiPath<ReviewPath>,
     decision: ReviewDecision,
 ) -> Result<Json<DocumentJson>, ApiError> {
-    let review = reviews::decide(&state, caller.scope(), path.doc_id, decision).await?;
+    let review = reviews::decide(&state, &caller.actor(), path.doc_id, decision).await?;
     Ok(Json(DocumentJson::from(&review.document)))
 }
 
@@ -163,6 +163,6 @@ pub(super) async fn reject(
     Require(caller, _): Require<Admin>,
     ApiPath(path): ApiPath<ReviewPath>,
 ) -> Result<StatusCode, ApiError> {
-    reviews::reject(&state, caller.scope(), path.doc_id).await?;
+    reviews::reject(&state, &caller.actor(), path.doc_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -3,7 +3,8 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
-use quire_core::{NewSource, SourceDescription, SourceId, SourceName, SourceScope, SourceType};
+use quire_app::sources::{self, SourceSpec};
+use quire_core::{SourceDescription, SourceName, SourceType};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
@@ -36,7 +37,7 @@ pub(super) async fn list(
     State(state): State<AppState>,
     Require(caller, _): Require<Read>,
 ) -> Result<Json<Vec<SourceJson>>, ApiError> {
-    let sources = state.store.list_sources(caller.scope()).await?;
+    let sources = sources::list(&state, caller.scope()).await?;
     Ok(Json(sources.iter().map(SourceJson::from).collect()))
 }
 
@@ -62,11 +63,6 @@ pub(super) async fn create(
     ),
     ApiError,
 > {
-    if !matches!(caller.scope(), SourceScope::All) {
-        return Err(ApiError::Forbidden(
-            "this key is limited to specific sources and cannot create new ones".into(),
-        ));
-    }
     let invalid = |e: quire_core::InputError| ApiError::BadRequest(e.0);
     let name = SourceName::parse(
         body.name
@@ -83,16 +79,13 @@ pub(super) async fn create(
         .transpose()
         .map_err(invalid)?
         .unwrap_or_default();
-    let source = state
-        .store
-        .create_source(NewSource {
-            id: SourceId::new(),
-            name,
-            description,
-            source_type,
-            created_at: state.clock.now(),
-        })
-        .await?;
+    let spec = SourceSpec {
+        name,
+        description,
+        source_type,
+    };
+    // A key limited to some sources is refused here (see `quire_app::sources::create`).
+    let source = sources::create(&state, &caller.actor(), spec).await?;
     let location = format!("/api/v1/sources/{}", source.id);
     Ok((
         StatusCode::CREATED,
@@ -113,16 +106,6 @@ pub(super) async fn get(
     Require(caller, _): Require<Read>,
     ApiPath(SourcePath { id }): ApiPath<SourcePath>,
 ) -> Result<Json<SourceDetailJson>, ApiError> {
-    let not_found = || ApiError::NotFound(format!("data source {id} not found"));
-    let source = state
-        .store
-        .get_source(caller.scope(), id)
-        .await?
-        .ok_or_else(not_found)?;
-    let documents = state
-        .store
-        .list_documents(caller.scope(), id)
-        .await?
-        .ok_or_else(not_found)?;
+    let (source, documents) = sources::get_with_documents(&state, caller.scope(), id).await?;
     Ok(Json(SourceDetailJson::new(&source, &documents)))
 }

@@ -6,10 +6,9 @@ use axum::Json;
 use axum::extract::State;
 use axum::extract::multipart::{Field, MultipartError};
 use axum::http::{HeaderMap, StatusCode, header};
-use quire_app::uploads::{self, PartError};
+use quire_app::records::Created;
+use quire_app::uploads::{self, PartError, Upload, clean_file_name};
 use quire_core::SourceId;
-use quire_ingest::{Upload, clean_file_name};
-use quire_store::Created;
 use utoipa::ToSchema;
 
 use super::SourcePath;
@@ -80,7 +79,7 @@ pub(super) async fn single(
     }
     let upload = upload
         .ok_or_else(|| ApiError::BadRequest("the multipart body has no `file` part".into()))?;
-    let created = uploads::accept(&state, caller.scope(), id, upload).await?;
+    let created = uploads::accept(&state, &caller.actor(), id, upload).await?;
     let status = match created {
         Created::New(_) => StatusCode::ACCEPTED,
         Created::Existing(_) => StatusCode::OK,
@@ -110,7 +109,7 @@ pub(super) async fn bulk(
     headers: HeaderMap,
     ApiMultipart(mut multipart): ApiMultipart,
 ) -> Result<(StatusCode, Json<BulkUploadJson>), ApiError> {
-    let max_files = state.uploads.max_bulk_files;
+    let max_files = state.upload_settings().max_bulk_files;
     check_declared_length(&headers, uploads::max_request_bytes(&state, max_files))?;
     uploads::check_source(&state, caller.scope(), id).await?;
     let mut parts: Vec<(String, Result<Upload, ApiError>)> = Vec::new();
@@ -171,7 +170,7 @@ async fn accept_parts(
             Err(e) => refused.push(Some(e)),
         }
     }
-    let mut accepted = uploads::accept_all(state, caller.scope(), source, staged)
+    let mut accepted = uploads::accept_all(state, &caller.actor(), source, staged)
         .await?
         .into_iter();
     let mut results = Vec::with_capacity(names.len());

@@ -5,10 +5,10 @@
 use axum::Json;
 use axum::extract::{Query, State};
 use axum::http::{StatusCode, header};
+use quire_app::records::{DeliveryAttempt, WebhookRecord};
 use quire_core::WebhookId;
 use quire_core::wire_timestamp as iso;
 use quire_core::{SourceScope, WebhookEvent};
-use quire_store::{DeliveryAttempt, WebhookRecord};
 use serde::{Deserialize, Serialize};
 use utoipa::openapi::schema::{Array, ArrayBuilder, ObjectBuilder, Type};
 use utoipa::{IntoParams, ToSchema};
@@ -196,7 +196,8 @@ pub(super) async fn create(
     let scope =
         quire_app::scope::requested_scope(&state, caller.scope(), body.source_ids.as_deref())
             .await?;
-    let registered = quire_app::webhooks::register(&state, scope, &raw_url, events).await?;
+    let registered =
+        quire_app::webhooks::register(&state, &caller.actor(), scope, &raw_url, events).await?;
     let mut json = WebhookJson::of(&registered.webhook);
     json.secret = Some(registered.secret);
     Ok((
@@ -222,7 +223,7 @@ pub(super) async fn delete(
     Require(caller, _): Require<Admin>,
     ApiPath(path): ApiPath<WebhookPath>,
 ) -> Result<StatusCode, ApiError> {
-    quire_app::webhooks::delete(&state, caller.scope(), path.id).await?;
+    quire_app::webhooks::delete(&state, &caller.actor(), path.id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -1,10 +1,12 @@
-//! Parse worker processes that live across documents ([`Isolation::Pooled`]).
+//! Parse worker processes that live across documents
+//! ([`Isolation::Pooled`](super::Isolation::Pooled)).
 //!
-//! Starting the `quire` binary costs a few milliseconds of CPU per document (loading and
-//! relocating a large program, its page faults, its exit), several times what parsing a short
-//! text costs. A pooled worker parses up to `documents_per_worker` documents one after another
-//! (`quire parse-worker --serve`: a request per line on stdin, an answer per line on stdout)
-//! and every guarantee of a process per document holds per document:
+//! Starting the `quire` binary for each document costs more CPU than parsing a short text
+//! (loading and relocating a large program, its page faults, its exit: `docs/performance.md`,
+//! "Parse workers that live across documents"). A pooled worker parses up to
+//! `documents_per_worker` documents one after another (`quire parse-worker --serve`: a request
+//! per line on stdin, an answer per line on stdout) and every guarantee of a process per
+//! document holds per document:
 //! - the time budget: a worker past it is killed, and the next document gets a new one;
 //! - the memory budget: the worker sets its address-space limit again before each document,
 //!   its size at that moment plus the budget;
@@ -25,11 +27,13 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
-use super::{
-    CRASHED, Capped, PagesRead, ParseJob, Processed, STDERR_TAIL_BYTES, StderrTail, WorkerCommand,
-    WorkerEnd, WorkerResponse, answer_past_the_cap, interpret, over_time, request_bytes,
-    response_cap, spawn_worker, stderr_lines,
+use super::parent::{
+    Capped, PagesRead, WorkerCommand, WorkerEnd, answer_past_the_cap, interpret, over_time,
+    request_bytes, response_cap, spawn_worker,
 };
+use super::protocol::{CRASHED, ParseJob, WorkerResponse};
+use super::stderr::{STDERR_TAIL_BYTES, StderrTail, stderr_lines};
+use crate::pipeline::Processed;
 
 /// How long a worker that stopped answering gets to exit, and its stderr to end, before it is
 /// killed: it has closed its stdout, so it is on its way out.
@@ -292,7 +296,7 @@ mod tests {
     fn job(dir: &Path, name: &str) -> ParseJob {
         let path = dir.join(name);
         std::fs::write(&path, "Plain words.").unwrap();
-        super::super::tests::job(&path, name)
+        crate::isolation::fixtures::job(&path, name)
     }
 
     /// The answer a real worker gives for `job`, on one line.

@@ -1,12 +1,13 @@
-//! Conversions between stored columns and domain values, and the scope filter.
+//! How PostgreSQL runs the shared logic's neutral statements: ids as UUID, times as
+//! TIMESTAMPTZ, lists of ids and scopes as UUID[], long text as BYTEA.
 
-use std::str::FromStr;
-
-use quire_core::{DocumentRecord, DocumentStatus, SourceRecord, SourceScope};
-use sqlx::Row;
-use sqlx::postgres::PgRow;
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::postgres::{PgArguments, PgRow};
+use sqlx::{PgConnection, Postgres, Row};
 use uuid::Uuid;
 
+use crate::shared::{Arg, Cells, Query, Sql};
 use crate::{StoreError, StoreResult};
 
 /// A stored count or size; never negative, so the conversion cannot lose anything real.
@@ -14,54 +15,77 @@ pub(super) fn count(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
 }
 
-pub(super) fn small(n: i64) -> u32 {
-    u32::try_from(n).unwrap_or(u32::MAX)
-}
-
 /// A limit as a bind value.
 pub(super) fn limit(n: impl TryInto<i64>) -> i64 {
     n.try_into().unwrap_or(i64::MAX)
 }
 
-/// The scope as a bind value for `($n::uuid[] IS NULL OR column = ANY($n))`: `None` for every
-/// source; an empty list (an empty scope) matches nothing.
-pub(super) fn scope_ids(scope: &SourceScope) -> Option<Vec<Uuid>> {
-    scope
-        .source_ids()
-        .map(|ids| ids.iter().map(|id| id.as_uuid()).collect())
+/// `query` with its values bound in PostgreSQL's types.
+fn bound(query: &Query) -> sqlx::query::Query<'_, Postgres, PgArguments> {
+    query
+        .args
+        .iter()
+        .fold(sqlx::query(&query.sql), |q, arg| match arg {
+            Arg::Id(id) => q.bind(*id),
+            Arg::Ids(ids) => q.bind(ids.as_slice()),
+            Arg::Scope(ids) => q.bind(ids.as_deref()),
+            Arg::Time(t) => q.bind(*t),
+            Arg::Text(text) => q.bind(text.as_deref()),
+            // TEXT cannot hold U+0000.
+            Arg::LongText(text) => q.bind(text.as_bytes()),
+            Arg::Int(n) => q.bind(*n),
+            Arg::Bool(b) => q.bind(*b),
+        })
 }
 
-pub(super) const SOURCE_COLUMNS: &str = "s.id, s.name, s.description, s.source_type, s.created_at, \
-     (SELECT COUNT(*) FROM documents d WHERE d.source_id = s.id) AS document_count";
+#[async_trait]
+impl Sql for PgConnection {
+    type Row = PgRow;
 
-pub(super) fn source_from_row(row: &PgRow) -> StoreResult<SourceRecord> {
-    Ok(SourceRecord {
-        id: row.try_get::<Uuid, _>("id")?.into(),
-        name: row.try_get("name")?,
-        description: row.try_get("description")?,
-        source_type: row.try_get("source_type")?,
-        document_count: count(row.try_get("document_count")?),
-        created_at: row.try_get("created_at")?,
-    })
+    async fn execute(&mut self, query: Query) -> StoreResult<u64> {
+        Ok(bound(&query).execute(self).await?.rows_affected())
+    }
+
+    async fn fetch_all(&mut self, query: Query) -> StoreResult<Vec<PgRow>> {
+        Ok(bound(&query).fetch_all(self).await?)
+    }
+
+    async fn fetch_optional(&mut self, query: Query) -> StoreResult<Option<PgRow>> {
+        Ok(bound(&query).fetch_optional(self).await?)
+    }
 }
 
-pub(super) const DOCUMENT_COLUMNS: &str = "d.id, d.source_id, d.name, d.status, d.error, \
-     d.chunk_count, d.page_count, d.size, d.content_type, d.sha256, d.created_at, d.updated_at";
+impl Cells for PgRow {
+    fn opt_text(&self, column: &str) -> StoreResult<Option<String>> {
+        Ok(self.try_get(column)?)
+    }
 
-pub(super) fn document_from_row(row: &PgRow) -> StoreResult<DocumentRecord> {
-    let status: String = row.try_get("status")?;
-    Ok(DocumentRecord {
-        id: row.try_get::<Uuid, _>("id")?.into(),
-        source_id: row.try_get::<Uuid, _>("source_id")?.into(),
-        name: row.try_get("name")?,
-        status: DocumentStatus::from_str(&status).map_err(StoreError::Corrupt)?,
-        error: row.try_get("error")?,
-        chunk_count: count(row.try_get("chunk_count")?),
-        page_count: count(row.try_get("page_count")?),
-        size: count(row.try_get("size")?),
-        content_type: row.try_get("content_type")?,
-        sha256: row.try_get("sha256")?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
-    })
+    fn long_text(&self, column: &str) -> StoreResult<String> {
+        String::from_utf8(self.try_get(column)?)
+            .map_err(|e| StoreError::Corrupt(format!("{column} is not UTF-8: {e}")))
+    }
+
+    /// BIGINT, or INTEGER (an HTTP status).
+    fn opt_int(&self, column: &str) -> StoreResult<Option<i64>> {
+        match self.try_get::<Option<i64>, _>(column) {
+            Ok(n) => Ok(n),
+            Err(_) => Ok(self.try_get::<Option<i32>, _>(column)?.map(i64::from)),
+        }
+    }
+
+    fn bool(&self, column: &str) -> StoreResult<bool> {
+        Ok(self.try_get(column)?)
+    }
+
+    fn uuid(&self, column: &str) -> StoreResult<Uuid> {
+        Ok(self.try_get(column)?)
+    }
+
+    fn opt_time(&self, column: &str) -> StoreResult<Option<DateTime<Utc>>> {
+        Ok(self.try_get(column)?)
+    }
+
+    fn opt_ids(&self, column: &str) -> StoreResult<Option<Vec<Uuid>>> {
+        Ok(self.try_get(column)?)
+    }
 }

@@ -17,6 +17,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (6, include_str!("schema_v6.sql")),
     (7, include_str!("schema_v7.sql")),
     (8, include_str!("schema_v8.sql")),
+    (9, include_str!("schema_v9.sql")),
 ];
 
 /// The advisory lock's key: any constant no other application on the database uses

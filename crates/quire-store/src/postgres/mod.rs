@@ -3,25 +3,14 @@
 //! migrations under an advisory lock, jobs and webhook deliveries claimed with
 //! `FOR UPDATE SKIP LOCKED`, rate-limit windows counted by one atomic upsert.
 
-mod admin;
 pub(crate) mod alternatives;
-mod chunks;
 mod codec;
-mod conversations;
-mod documents;
 mod feed;
-mod jobs;
-mod keys;
 mod migrations;
 mod nodes;
-mod progress;
 mod queue;
-mod rate;
-mod reviews;
 pub(crate) mod schemas;
-mod sources;
 mod wakeups;
-mod webhooks;
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -29,24 +18,21 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use quire_core::{
-    ApiKeyRecord, ChunkDraft, ConversationId, DocumentId, DocumentRecord, DocumentStatus, KeyId,
-    NewApiKey, NewDocument, NewSource, SourceId, SourceRecord, SourceScope, WebhookEvent,
-    WebhookId,
-};
+use quire_core::{ChunkDraft, DocumentId, KeyId, SourceId};
+use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{Connection, PgConnection, PgPool};
+use sqlx::{Connection, PgConnection, PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
 use crate::location::redact_password;
+use crate::shared::records;
+use crate::shared::webhooks::CLAIMABLE;
+use crate::shared::{Backend, Cells, Query, Sql};
 use crate::{
-    AdminSession, AuditEntry, ChunkVectors, ClaimedJob, ClusterNode, ConversationRecord, Created,
-    DecidedReview, DeliveryAttempt, DocumentHit, FinishOutcome, HeldDocument, IndexChange,
-    MessageRecord, NewDeliveryAttempt, NewMessage, NewWebhook, PendingDelivery, ProcessedDocument,
-    RateWindow, ReviewDecision, ReviewRecord, Store, StoreError, StoreResult, StoredChunk,
-    WebhookRecord,
+    ChunkVectors, ClaimedJob, ClusterNode, IndexChange, IndexChangeKind, PendingDelivery,
+    PoolStats, ProcessedDocument, QueueLimits, QueueRefusal, QueueView, StoreError, StoreResult,
+    StoredChunk, TicketPlace,
 };
-use crate::{QueueLimits, QueueRefusal, QueueView, TicketPlace};
 
 /// A [`Store`] in a PostgreSQL database (15 or newer).
 #[derive(Debug, Clone)]
@@ -83,370 +69,206 @@ impl PgStore {
     }
 }
 
+/// Chunk rows per `INSERT`: a document of the largest allowed size is sent in a few dozen
+/// statements of bounded size rather than one message holding all of its text.
+const CHUNK_ROWS_PER_INSERT: usize = 2_000;
+
 #[async_trait]
-impl Store for PgStore {
-    async fn create_source(&self, source: NewSource) -> StoreResult<SourceRecord> {
-        sources::create(&self.pool, source).await
+impl Backend for PgStore {
+    type Db = Postgres;
+
+    const SEQ: &'static str = "seq";
+    const GREATEST: &'static str = "GREATEST";
+    // The partial unique index on (source_id, sha256) decides between two nodes storing the
+    // same bytes at once: the second insert waits for the first and then does nothing.
+    const NEW_DOCUMENT_ROW: &'static str = "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
+         ON CONFLICT (source_id, sha256) WHERE status <> 'failed' DO NOTHING";
+    // SKIP LOCKED: workers on several nodes each take a different row without waiting.
+    const CLAIM_JOB: &'static str = "UPDATE jobs j
+         SET state = 'running', attempts = j.attempts + 1, lease_owner = $1,
+             lease_expires_at = $2, updated_at = $3
+         FROM (SELECT id FROM jobs
+               WHERE (state = 'queued' AND run_after <= $3)
+                  OR (state = 'running' AND lease_expires_at < $3)
+               ORDER BY created_at, seq
+               LIMIT 1
+               FOR UPDATE SKIP LOCKED) next
+         WHERE j.id = next.id
+         RETURNING j.id, j.document_id, j.attempts";
+    // One transaction per document: each carries its own index feed entries and vectors, and
+    // PostgreSQL's commits cost less than SQLite's.
+    const FINISH_IN_ONE_TRANSACTION: bool = false;
+
+    fn in_ids(column: &str, param: &str) -> String {
+        format!("{column} = ANY({param})")
     }
 
-    async fn list_sources(&self, scope: &SourceScope) -> StoreResult<Vec<SourceRecord>> {
-        sources::list(&self.pool, scope).await
+    fn each_id(param: &str) -> String {
+        format!("SELECT UNNEST({param}::uuid[]) AS id")
     }
 
-    async fn get_source(
-        &self,
-        scope: &SourceScope,
-        id: SourceId,
-    ) -> StoreResult<Option<SourceRecord>> {
-        sources::get(&self.pool, scope, id).await
+    fn in_scope(column: &str, param: &str) -> String {
+        format!("({param}::uuid[] IS NULL OR {column} = ANY({param}))")
     }
 
-    async fn existing_sources(&self, ids: &[SourceId]) -> StoreResult<Vec<SourceId>> {
-        sources::existing(&self.pool, ids).await
+    fn lock(clause: &'static str) -> &'static str {
+        clause
     }
 
-    async fn create_documents(&self, documents: Vec<NewDocument>) -> StoreResult<Vec<Created>> {
-        documents::create_all(&self.pool, documents).await
+    async fn read(&self) -> StoreResult<PoolConnection<Postgres>> {
+        Ok(self.pool.acquire().await?)
     }
 
-    async fn list_documents(
-        &self,
-        scope: &SourceScope,
+    async fn write(&self) -> StoreResult<PoolConnection<Postgres>> {
+        Ok(self.pool.acquire().await?)
+    }
+
+    async fn begin_write(&self) -> StoreResult<Transaction<'static, Postgres>> {
+        Ok(self.pool.begin().await?)
+    }
+
+    /// Many rows a statement, as arrays, in batches that bound one statement's size.
+    async fn insert_chunks(
+        conn: &mut PgConnection,
+        document: DocumentId,
         source: SourceId,
-    ) -> StoreResult<Option<Vec<DocumentRecord>>> {
-        documents::list(&self.pool, scope, source).await
-    }
-
-    async fn get_document(
-        &self,
-        scope: &SourceScope,
-        source: SourceId,
-        id: DocumentId,
-    ) -> StoreResult<Option<DocumentRecord>> {
-        documents::get(&self.pool, scope, source, id).await
-    }
-
-    async fn find_document(&self, id: DocumentId) -> StoreResult<Option<DocumentRecord>> {
-        documents::find(&self.pool, id).await
-    }
-
-    async fn existing_documents(&self, ids: &[DocumentId]) -> StoreResult<Vec<DocumentId>> {
-        documents::existing(&self.pool, ids).await
-    }
-
-    async fn delete_document(
-        &self,
-        scope: &SourceScope,
-        source: SourceId,
-        id: DocumentId,
-    ) -> StoreResult<Option<DocumentRecord>> {
-        documents::delete(&self.pool, scope, source, id).await
-    }
-
-    async fn ready_documents(
-        &self,
-        scope: &SourceScope,
-        ids: &[DocumentId],
-    ) -> StoreResult<Vec<DocumentHit>> {
-        documents::ready(&self.pool, scope, ids).await
-    }
-
-    async fn chunks(&self, keys: &[(DocumentId, u32)]) -> StoreResult<Vec<StoredChunk>> {
-        chunks::by_keys(&self.pool, keys).await
-    }
-
-    async fn document_chunks(&self, id: DocumentId) -> StoreResult<Vec<ChunkDraft>> {
-        chunks::of_document(&self.pool, id).await
-    }
-
-    async fn ready_document_ids(
-        &self,
-        after: Option<DocumentId>,
-        limit: usize,
-    ) -> StoreResult<Vec<(DocumentId, SourceId)>> {
-        chunks::ready_document_ids(&self.pool, after, limit).await
-    }
-
-    async fn claim_job(
-        &self,
-        worker: &str,
-        now: DateTime<Utc>,
-        lease_until: DateTime<Utc>,
-    ) -> StoreResult<Option<ClaimedJob>> {
-        jobs::claim(&self.pool, worker, now, lease_until).await
-    }
-
-    async fn renew_lease(
-        &self,
-        job: &ClaimedJob,
-        now: DateTime<Utc>,
-        lease_until: DateTime<Utc>,
-    ) -> StoreResult<bool> {
-        jobs::renew(&self.pool, job, now, lease_until).await
-    }
-
-    /// One transaction per document, as [`Store::finish_document`]: each carries its own index
-    /// feed entries and vectors, and PostgreSQL's commits cost less than SQLite's.
-    async fn finish_documents(
-        &self,
-        finished: &[(ClaimedJob, ProcessedDocument)],
-        now: DateTime<Utc>,
-    ) -> StoreResult<Vec<FinishOutcome>> {
-        let mut outcomes = Vec::with_capacity(finished.len());
-        for (job, processed) in finished {
-            outcomes.push(jobs::finish(&self.pool, job, processed, now).await?);
+        chunks: &[ChunkDraft],
+    ) -> StoreResult<()> {
+        for batch in chunks.chunks(CHUNK_ROWS_PER_INSERT) {
+            let ordinals: Vec<i64> = batch.iter().map(|c| i64::from(c.ordinal)).collect();
+            let pages: Vec<i64> = batch.iter().map(|c| i64::from(c.page)).collect();
+            let sections: Vec<&str> = batch.iter().map(|c| c.section.as_str()).collect();
+            let contents: Vec<&str> = batch.iter().map(|c| c.content.as_str()).collect();
+            sqlx::query(
+                "INSERT INTO chunks (document_id, source_id, ordinal, page, section, content)
+                 SELECT $1, $2, c.ordinal, c.page, c.section, c.content
+                 FROM UNNEST($3::bigint[], $4::bigint[], $5::text[], $6::text[])
+                      AS c (ordinal, page, section, content)",
+            )
+            .bind(document.0)
+            .bind(source.0)
+            .bind(ordinals)
+            .bind(pages)
+            .bind(sections)
+            .bind(contents)
+            .execute(&mut *conn)
+            .await?;
         }
-        Ok(outcomes)
+        Ok(())
     }
 
-    async fn fail_document(
-        &self,
-        job: &ClaimedJob,
-        error: &str,
-        now: DateTime<Utc>,
-    ) -> StoreResult<FinishOutcome> {
-        jobs::fail(&self.pool, job, error, now).await
+    /// The keys travel as two arrays, so any number of them is one statement.
+    async fn chunks_by_keys(&self, keys: &[(DocumentId, u32)]) -> StoreResult<Vec<StoredChunk>> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (documents, ordinals): (Vec<Uuid>, Vec<i64>) = keys
+            .iter()
+            .map(|(document, ordinal)| (document.0, i64::from(*ordinal)))
+            .unzip();
+        let rows = sqlx::query(
+            "SELECT c.document_id, c.ordinal, c.page, c.section, c.content
+             FROM chunks c
+             JOIN UNNEST($1::uuid[], $2::bigint[]) AS k (document_id, ordinal)
+               ON c.document_id = k.document_id AND c.ordinal = k.ordinal",
+        )
+        .bind(documents)
+        .bind(ordinals)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(StoredChunk {
+                    document_id: row.id("document_id")?,
+                    chunk: records::chunk(row)?,
+                })
+            })
+            .collect()
     }
 
-    async fn requeue_running_jobs(
-        &self,
-        owner_prefix: Option<&str>,
-        now: DateTime<Utc>,
-    ) -> StoreResult<u64> {
-        jobs::requeue_running(&self.pool, owner_prefix, now).await
-    }
-
-    async fn pending_job_count(&self) -> StoreResult<u64> {
-        jobs::pending_count(&self.pool).await
-    }
-
-    async fn create_key(&self, key: NewApiKey) -> StoreResult<ApiKeyRecord> {
-        keys::create(&self.pool, key).await
-    }
-
-    async fn find_key_by_hash(&self, key_hash: &str) -> StoreResult<Option<ApiKeyRecord>> {
-        keys::find_by_hash(&self.pool, key_hash).await
-    }
-
-    async fn list_keys(&self) -> StoreResult<Vec<ApiKeyRecord>> {
-        keys::list(&self.pool).await
-    }
-
-    async fn revoke_key(&self, id: KeyId, now: DateTime<Utc>) -> StoreResult<Option<ApiKeyRecord>> {
-        keys::revoke(&self.pool, id, now).await
-    }
-
-    async fn touch_key(&self, id: KeyId, now: DateTime<Utc>) -> StoreResult<()> {
-        keys::touch(&self.pool, id, now).await
-    }
-
-    async fn hit_rate_window(&self, window: &RateWindow) -> StoreResult<u64> {
-        rate::hit(&self.pool, window).await
-    }
-
-    async fn peek_rate_window(&self, window: &RateWindow) -> StoreResult<u64> {
-        rate::peek(&self.pool, window).await
-    }
-
-    async fn prune_rate_windows(&self, before: DateTime<Utc>) -> StoreResult<u64> {
-        rate::prune(&self.pool, before).await
-    }
-
-    async fn add_message(&self, message: NewMessage) -> StoreResult<MessageRecord> {
-        conversations::add_message(&self.pool, message).await
-    }
-
-    async fn get_conversation(
-        &self,
-        id: ConversationId,
-    ) -> StoreResult<Option<ConversationRecord>> {
-        conversations::get(&self.pool, id).await
-    }
-
-    async fn recent_messages(
-        &self,
-        id: ConversationId,
-        limit: u32,
-    ) -> StoreResult<Vec<MessageRecord>> {
-        conversations::recent_messages(&self.pool, id, limit).await
-    }
-
-    async fn list_conversations(
-        &self,
-        key_id: KeyId,
-        limit: u32,
-    ) -> StoreResult<Vec<ConversationRecord>> {
-        conversations::list(&self.pool, key_id, limit).await
-    }
-
-    async fn create_webhook(&self, webhook: NewWebhook) -> StoreResult<WebhookRecord> {
-        webhooks::create(&self.pool, webhook).await
-    }
-
-    async fn list_webhooks(&self) -> StoreResult<Vec<WebhookRecord>> {
-        webhooks::list(&self.pool).await
-    }
-
-    async fn get_webhook(&self, id: WebhookId) -> StoreResult<Option<WebhookRecord>> {
-        webhooks::get(&self.pool, id).await
-    }
-
-    async fn delete_webhook(&self, id: WebhookId) -> StoreResult<bool> {
-        webhooks::delete(&self.pool, id).await
-    }
-
-    async fn enqueue_event(
-        &self,
-        document_id: DocumentId,
-        event: WebhookEvent,
-        extra: serde_json::Value,
-        now: DateTime<Utc>,
-    ) -> StoreResult<u64> {
-        webhooks::enqueue_standalone(&self.pool, document_id, event, extra, now).await
-    }
-
+    /// One statement picks, locks and claims the rows; SKIP LOCKED lets dispatchers on other
+    /// nodes take the next rows instead of waiting for these, and never the same ones (a row
+    /// another claimer committed meanwhile is checked again against the condition, and fails
+    /// it).
     async fn claim_deliveries(
         &self,
         claimer: &str,
         now: DateTime<Utc>,
-        claim_until: DateTime<Utc>,
+        until: DateTime<Utc>,
         limit: u32,
     ) -> StoreResult<Vec<PendingDelivery>> {
-        let claim = webhooks::Claim {
-            claimer,
-            now,
-            until: claim_until,
-        };
-        webhooks::claim(&self.pool, &claim, limit).await
+        let query = Query::new(format!(
+            "WITH claimed AS (
+                 UPDATE webhook_outbox o SET claimed_by = $2, claimed_until = $3
+                 FROM (SELECT seq FROM webhook_outbox WHERE {CLAIMABLE}
+                       ORDER BY seq LIMIT $4 FOR UPDATE SKIP LOCKED) pick
+                 WHERE o.seq = pick.seq
+                 RETURNING o.seq, o.event_id, o.webhook_id, o.event, o.body, o.created_at)
+             SELECT c.seq, c.event_id, c.event, c.body, c.created_at,
+                    w.id AS webhook_id, w.url AS webhook_url, w.events AS webhook_events,
+                    w.secret AS webhook_secret, w.source_ids AS webhook_source_ids,
+                    w.created_at AS webhook_created_at
+             FROM claimed c JOIN webhooks w ON w.id = c.webhook_id
+             ORDER BY c.seq"
+        ))
+        .bind(now)
+        .bind(claimer)
+        .bind(until)
+        .bind(limit);
+        let rows = self.write().await?.fetch_all(query).await?;
+        rows.iter()
+            .map(|row| records::pending_delivery(row, records::webhook(row, "webhook_")?))
+            .collect()
     }
 
-    async fn release_delivery_claims(&self, claimer: Option<&str>) -> StoreResult<u64> {
-        webhooks::release(&self.pool, claimer).await
+    async fn jobs_queued(conn: &mut PgConnection) -> StoreResult<()> {
+        wakeups::notify_runnable(conn).await
     }
 
-    async fn record_delivery(&self, attempt: NewDeliveryAttempt) -> StoreResult<()> {
-        webhooks::record(&self.pool, attempt).await
-    }
-
-    async fn deliveries(
-        &self,
-        webhook_id: WebhookId,
-        limit: u32,
-    ) -> StoreResult<Vec<DeliveryAttempt>> {
-        webhooks::deliveries(&self.pool, webhook_id, limit).await
-    }
-
-    async fn pending_deliveries_count(&self, now: DateTime<Utc>) -> StoreResult<u64> {
-        webhooks::pending_count(&self.pool, now).await
-    }
-
-    async fn hold_document(
-        &self,
+    async fn document_ready(
+        conn: &mut PgConnection,
         job: &ClaimedJob,
-        held: HeldDocument,
-        now: DateTime<Utc>,
-    ) -> StoreResult<FinishOutcome> {
-        reviews::hold(&self.pool, job, held, now).await
-    }
-
-    async fn pending_reviews(&self) -> StoreResult<Vec<ReviewRecord>> {
-        reviews::waiting(&self.pool).await
-    }
-
-    async fn get_review(&self, id: DocumentId) -> StoreResult<Option<ReviewRecord>> {
-        reviews::get(&self.pool, id).await
-    }
-
-    async fn decide_review(
-        &self,
-        id: DocumentId,
-        decided: DecidedReview,
-        now: DateTime<Utc>,
-    ) -> StoreResult<bool> {
-        reviews::decide(&self.pool, id, decided, now).await
-    }
-
-    async fn review_decision(&self, id: DocumentId) -> StoreResult<Option<ReviewDecision>> {
-        reviews::decision(&self.pool, id).await
-    }
-
-    async fn reduce_decided_findings(
-        &self,
-        reduce: for<'f> fn(&'f str) -> String,
-    ) -> StoreResult<u64> {
-        reviews::reduce_decided(&self.pool, reduce).await
-    }
-
-    async fn admin_password_hash(&self) -> StoreResult<Option<String>> {
-        admin::password_hash(&self.pool).await
-    }
-
-    async fn set_admin_password_hash(&self, hash: &str, now: DateTime<Utc>) -> StoreResult<()> {
-        admin::set_password_hash(&self.pool, hash, now).await
-    }
-
-    async fn create_admin_session(
-        &self,
-        token_hash: &str,
-        csrf: &str,
-        expires_at: DateTime<Utc>,
+        source: SourceId,
+        processed: &ProcessedDocument,
     ) -> StoreResult<()> {
-        admin::create_session(&self.pool, token_hash, csrf, expires_at).await
+        match &processed.vectors {
+            Some(vectors) => feed::store_vectors(conn, job.document_id, vectors).await?,
+            // Vectors of an earlier attempt (with a model since removed) must not outlive it.
+            None => {
+                sqlx::query("DELETE FROM document_vectors WHERE document_id = $1")
+                    .bind(job.document_id.0)
+                    .execute(&mut *conn)
+                    .await?;
+            }
+        }
+        feed::append(conn, job.document_id, source, IndexChangeKind::Ready).await
     }
 
-    async fn admin_session(&self, token_hash: &str) -> StoreResult<Option<AdminSession>> {
-        admin::session(&self.pool, token_hash).await
-    }
-
-    async fn delete_admin_session(&self, token_hash: &str) -> StoreResult<bool> {
-        admin::delete_session(&self.pool, token_hash).await
-    }
-
-    async fn prune_admin_sessions(&self, now: DateTime<Utc>) -> StoreResult<u64> {
-        admin::prune_sessions(&self.pool, now).await
-    }
-
-    async fn record_audit(&self, entry: AuditEntry) -> StoreResult<()> {
-        admin::record_audit(&self.pool, &entry).await
-    }
-
-    async fn audit_log(&self, limit: u32) -> StoreResult<Vec<AuditEntry>> {
-        admin::audit_log(&self.pool, limit).await
-    }
-
-    async fn document_status_counts(&self) -> StoreResult<Vec<(DocumentStatus, u64)>> {
-        admin::document_counts(&self.pool).await
-    }
-
-    async fn recent_failures(&self, limit: u32) -> StoreResult<Vec<DocumentRecord>> {
-        admin::recent_failures(&self.pool, limit).await
-    }
-
-    async fn wait_for_jobs(&self, max: Duration) {
-        self.wakeups.wait(&self.pool, max).await;
-    }
-
-    async fn set_document_progress(
-        &self,
-        id: DocumentId,
-        progress: &crate::DocumentProgress,
+    /// Every node removes the document's entries from its own indexes.
+    async fn document_removed(
+        conn: &mut PgConnection,
+        document: DocumentId,
+        source: SourceId,
     ) -> StoreResult<()> {
-        progress::set(&self.pool, id, progress).await
+        feed::append(conn, document, source, IndexChangeKind::Removed).await
     }
 
-    async fn document_progress(
-        &self,
-        id: DocumentId,
-    ) -> StoreResult<Option<crate::DocumentProgress>> {
-        progress::get(&self.pool, id).await
-    }
-
-    fn pool_stats(&self) -> crate::PoolStats {
-        crate::PoolStats {
+    fn pool_stats(&self) -> PoolStats {
+        PoolStats {
             size: self.pool.size(),
             idle: u32::try_from(self.pool.num_idle()).unwrap_or(u32::MAX),
             max: self.pool.options().get_max_connections(),
         }
+    }
+
+    async fn close(&self) {
+        // The listener holds a pool connection: it must let go before the pool can close.
+        self.wakeups.stop();
+        self.pool.close().await;
+    }
+
+    async fn wait_for_jobs(&self, max: Duration) {
+        self.wakeups.wait(&self.pool, max).await;
     }
 
     fn is_shared(&self) -> bool {
@@ -503,11 +325,5 @@ impl Store for PgStore {
 
     async fn queue_leave(&self, id: Uuid) -> StoreResult<()> {
         queue::leave(&self.pool, id).await
-    }
-
-    async fn close(&self) {
-        // The listener holds a pool connection: it must let go before the pool can close.
-        self.wakeups.stop();
-        self.pool.close().await;
     }
 }

@@ -1,99 +1,108 @@
-//! Conversions between stored columns and domain values, and the scope filter clause.
+//! How SQLite runs the shared logic's neutral statements: ids as TEXT, times as Unix
+//! milliseconds, lists of ids and scopes as JSON arrays of ids.
 
-use std::str::FromStr;
-
+use async_trait::async_trait;
 use chrono::{DateTime, TimeZone, Utc};
-use quire_core::{DocumentRecord, DocumentStatus, SourceId, SourceRecord, SourceScope};
-use sqlx::sqlite::SqliteRow;
-use sqlx::{QueryBuilder, Row, Sqlite};
+use serde_json::Value;
+use sqlx::sqlite::{SqliteArguments, SqliteRow};
+use sqlx::{Row, Sqlite, SqliteConnection};
+use uuid::Uuid;
 
+use crate::shared::{Arg, Cells, Query, Sql};
 use crate::{StoreError, StoreResult};
 
-pub(super) fn millis(t: DateTime<Utc>) -> i64 {
-    t.timestamp_millis()
+/// `query` with its values bound in SQLite's types.
+fn bound(query: &Query) -> sqlx::query::Query<'_, Sqlite, SqliteArguments<'_>> {
+    query
+        .args
+        .iter()
+        .fold(sqlx::query(&query.sql), |q, arg| match arg {
+            Arg::Id(id) => q.bind(id.hyphenated().to_string()),
+            Arg::Ids(ids) => q.bind(ids_json(ids)),
+            Arg::Scope(ids) => q.bind(ids.as_deref().map(ids_json)),
+            Arg::Time(t) => q.bind(t.timestamp_millis()),
+            Arg::Text(text) => q.bind(text.as_deref()),
+            Arg::LongText(text) => q.bind(text.as_str()),
+            Arg::Int(n) => q.bind(*n),
+            Arg::Bool(b) => q.bind(*b),
+        })
 }
 
+/// A list of ids as SQLite keeps it: a JSON array of their text, which `json_each` reads.
+fn ids_json(ids: &[Uuid]) -> String {
+    Value::Array(
+        ids.iter()
+            .map(|id| id.hyphenated().to_string().into())
+            .collect(),
+    )
+    .to_string()
+}
+
+#[async_trait]
+impl Sql for SqliteConnection {
+    type Row = SqliteRow;
+
+    async fn execute(&mut self, query: Query) -> StoreResult<u64> {
+        Ok(bound(&query).execute(self).await?.rows_affected())
+    }
+
+    async fn fetch_all(&mut self, query: Query) -> StoreResult<Vec<SqliteRow>> {
+        Ok(bound(&query).fetch_all(self).await?)
+    }
+
+    async fn fetch_optional(&mut self, query: Query) -> StoreResult<Option<SqliteRow>> {
+        Ok(bound(&query).fetch_optional(self).await?)
+    }
+}
+
+/// A time stored as Unix milliseconds.
 pub(super) fn time(ms: i64) -> StoreResult<DateTime<Utc>> {
     Utc.timestamp_millis_opt(ms)
         .single()
         .ok_or_else(|| StoreError::Corrupt(format!("timestamp {ms} out of range")))
 }
 
-pub(super) fn opt_time(ms: Option<i64>) -> StoreResult<Option<DateTime<Utc>>> {
-    ms.map(time).transpose()
+/// An id stored as text.
+fn uuid(raw: &str) -> StoreResult<Uuid> {
+    Uuid::parse_str(raw).map_err(|_| StoreError::Corrupt(format!("bad id {raw:?}")))
 }
 
-pub(super) fn id<T: FromStr>(raw: &str) -> StoreResult<T> {
-    raw.parse()
-        .map_err(|_| StoreError::Corrupt(format!("bad id {raw:?}")))
-}
-
-pub(super) fn count(n: i64) -> u64 {
-    u64::try_from(n).unwrap_or(0)
-}
-
-/// Appends ` AND <column> IN (...)` for a limited scope; nothing for all sources. An empty
-/// scope matches nothing.
-pub(super) fn push_scope(qb: &mut QueryBuilder<'_, Sqlite>, column: &str, scope: &SourceScope) {
-    let Some(ids) = scope.source_ids() else {
-        return;
-    };
-    if ids.is_empty() {
-        qb.push(" AND 0");
-        return;
+impl Cells for SqliteRow {
+    fn opt_text(&self, column: &str) -> StoreResult<Option<String>> {
+        Ok(self.try_get(column)?)
     }
-    qb.push(format_args!(" AND {column} IN "));
-    push_id_list(qb, ids);
-}
 
-/// Appends `(?, ?, …)` binding each id as text. Callers make sure the list is not empty.
-pub(super) fn push_id_list<T: ToString>(
-    qb: &mut QueryBuilder<'_, Sqlite>,
-    ids: impl IntoIterator<Item = T>,
-) {
-    qb.push("(");
-    let mut list = qb.separated(", ");
-    for id in ids {
-        list.push_bind(id.to_string());
+    fn long_text(&self, column: &str) -> StoreResult<String> {
+        Ok(self.try_get(column)?)
     }
-    list.push_unseparated(")");
-}
 
-pub(super) const SOURCE_COLUMNS: &str = "s.id, s.name, s.description, s.source_type, s.created_at, \
-     (SELECT COUNT(*) FROM documents d WHERE d.source_id = s.id) AS document_count";
+    fn opt_int(&self, column: &str) -> StoreResult<Option<i64>> {
+        Ok(self.try_get(column)?)
+    }
 
-pub(super) fn source_from_row(row: &SqliteRow) -> StoreResult<SourceRecord> {
-    Ok(SourceRecord {
-        id: id(&row.try_get::<String, _>("id")?)?,
-        name: row.try_get("name")?,
-        description: row.try_get("description")?,
-        source_type: row.try_get("source_type")?,
-        document_count: count(row.try_get("document_count")?),
-        created_at: time(row.try_get("created_at")?)?,
-    })
-}
+    fn bool(&self, column: &str) -> StoreResult<bool> {
+        Ok(self.try_get(column)?)
+    }
 
-pub(super) const DOCUMENT_COLUMNS: &str = "d.id, d.source_id, d.name, d.status, d.error, \
-     d.chunk_count, d.page_count, d.size, d.content_type, d.sha256, d.created_at, d.updated_at";
+    fn uuid(&self, column: &str) -> StoreResult<Uuid> {
+        uuid(&self.try_get::<String, _>(column)?)
+    }
 
-/// The same columns for statements without a table alias (SQLite's `RETURNING`).
-pub(super) const DOCUMENT_COLUMNS_UNQUALIFIED: &str = "id, source_id, name, status, error, \
-     chunk_count, page_count, size, content_type, sha256, created_at, updated_at";
+    fn opt_time(&self, column: &str) -> StoreResult<Option<DateTime<Utc>>> {
+        self.try_get::<Option<i64>, _>(column)?
+            .map(time)
+            .transpose()
+    }
 
-pub(super) fn document_from_row(row: &SqliteRow) -> StoreResult<DocumentRecord> {
-    let status: String = row.try_get("status")?;
-    Ok(DocumentRecord {
-        id: id(&row.try_get::<String, _>("id")?)?,
-        source_id: id::<SourceId>(&row.try_get::<String, _>("source_id")?)?,
-        name: row.try_get("name")?,
-        status: DocumentStatus::from_str(&status).map_err(StoreError::Corrupt)?,
-        error: row.try_get("error")?,
-        chunk_count: count(row.try_get("chunk_count")?),
-        page_count: count(row.try_get("page_count")?),
-        size: count(row.try_get("size")?),
-        content_type: row.try_get("content_type")?,
-        sha256: row.try_get("sha256")?,
-        created_at: time(row.try_get("created_at")?)?,
-        updated_at: time(row.try_get("updated_at")?)?,
-    })
+    fn opt_ids(&self, column: &str) -> StoreResult<Option<Vec<Uuid>>> {
+        let Some(json) = self.try_get::<Option<String>, _>(column)? else {
+            return Ok(None);
+        };
+        let ids: Vec<String> = serde_json::from_str(&json)
+            .map_err(|e| StoreError::Corrupt(format!("{column} {json:?}: {e}")))?;
+        ids.iter()
+            .map(|id| uuid(id))
+            .collect::<StoreResult<_>>()
+            .map(Some)
+    }
 }

@@ -68,6 +68,7 @@ pub async fn audit_log_is_newest_first(store: &dyn Store) {
         store
             .record_audit(AuditEntry {
                 at: t0() + Duration::minutes(minutes),
+                actor: format!("key {action}"),
                 action: action.into(),
                 detail: format!("{action} detail"),
             })
@@ -82,7 +83,9 @@ pub async fn audit_log_is_newest_first(store: &dyn Store) {
         .map(|e| e.action)
         .collect();
     assert_eq!(actions, ["third", "second", "first"]);
-    assert_eq!(store.audit_log(1).await.unwrap()[0].detail, "third detail");
+    let newest = &store.audit_log(1).await.unwrap()[0];
+    assert_eq!(newest.detail, "third detail");
+    assert_eq!(newest.actor, "key third");
 }
 
 pub async fn dashboard_counts(store: &dyn Store) {

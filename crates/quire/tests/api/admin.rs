@@ -4,6 +4,7 @@
 use std::process::Stdio;
 
 use chrono::Duration;
+use quire_app::Actor;
 use quire_core::{Permission, Secret};
 use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
 use reqwest::{Response, StatusCode};
@@ -27,9 +28,9 @@ pub(crate) fn client() -> reqwest::Client {
 
 pub(crate) async fn set_password(server: &TestServer, password: &str) {
     quire_admin::password::set(
-        server.store.as_ref(),
+        &server.ledger,
+        &Actor::Operator,
         Secret::new(password.to_owned()),
-        server.clock_now(),
         "set by the test",
     )
     .await
@@ -276,9 +277,9 @@ async fn parallel_wrong_passwords_get_no_more_than_five_tries_and_a_new_password
     // Setting a new password (as `quire admin set-password` does, also while the server runs)
     // is the way back in at once.
     quire_admin::password::set(
-        server.store.as_ref(),
+        &server.ledger,
+        &Actor::Operator,
         Secret::new("a brand new admin password".to_owned()),
-        server.clock_now(),
         "set by the test",
     )
     .await

@@ -26,9 +26,9 @@ const EMAIL: &str = "jane.doe@example.com";
 
 async fn set_password(server: &TestServer) {
     quire_admin::password::set(
-        server.store.as_ref(),
+        &server.ledger,
+        &quire_app::Actor::Operator,
         Secret::new(PASSWORD.to_owned()),
-        server.clock_now(),
         "set by the test",
     )
     .await

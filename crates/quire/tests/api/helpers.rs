@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use quire::Config;
-use quire_app::keys::{KeySpec, issue_key};
+use quire_app::keys::KeySpec;
+use quire_app::{Actor, Ledger};
 use quire_core::{ManualClock, Permission, SourceId, SourceScope};
 use quire_store::Store;
 use reqwest::multipart::{Form, Part};
@@ -42,6 +43,9 @@ pub struct TestServer {
     pub clock: Arc<ManualClock>,
     /// A second handle on the server's database, as the CLI would open it.
     pub store: Arc<dyn Store>,
+    /// The use cases' ledger on that second handle (with the test clock), as the CLI builds
+    /// it: how tests act as the operator (make keys, set the admin password).
+    pub ledger: Ledger,
     pub data_dir: Arc<TempDir>,
     /// Where the metrics listener listens, when `metrics.bind` is set (port 0 picks one).
     pub metrics_addr: Option<SocketAddr>,
@@ -171,11 +175,19 @@ impl TestServer {
             let _ = rx.await;
         }));
         let store = quire::open_store(&config).await.unwrap();
+        let (location, s3) = config.files.store_settings(&config.data_dir).unwrap();
+        let ledger = Ledger::offline(
+            Arc::clone(&store),
+            clock.clone(),
+            quire_files::open(&location, &s3).unwrap(),
+            quire_ingest::Review::new(Default::default()),
+        );
         Self {
             addr,
             client: reqwest::Client::new(),
             clock,
             store,
+            ledger,
             data_dir,
             metrics_addr,
             shutdown: Some(tx),
@@ -221,7 +233,7 @@ impl TestServer {
             scope,
             rate_limit,
         };
-        let (_, secret) = issue_key(self.store.as_ref(), self.clock.as_ref(), spec)
+        let (_, secret) = quire_app::keys::create(&self.ledger, &Actor::Operator, spec)
             .await
             .unwrap();
         secret.expose().clone()

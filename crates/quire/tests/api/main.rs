@@ -2,6 +2,7 @@
 
 mod admin;
 mod admin_browser;
+mod audit;
 mod auth;
 mod authz;
 mod bench_cluster;

@@ -4,7 +4,8 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 
-use quire_app::keys::{KeySpec, issue_key};
+use quire_app::Actor;
+use quire_app::keys::KeySpec;
 use quire_core::{KeyId, Permission, SourceScope};
 use reqwest::header::WWW_AUTHENTICATE;
 use reqwest::multipart::{Form, Part};
@@ -287,10 +288,9 @@ impl World {
             scope,
             rate_limit: None,
         };
-        let (record, secret) =
-            issue_key(self.server.store.as_ref(), self.server.clock.as_ref(), spec)
-                .await
-                .unwrap();
+        let (record, secret) = quire_app::keys::create(&self.server.ledger, &Actor::Operator, spec)
+            .await
+            .unwrap();
         (record.id, secret.expose().clone())
     }
 
@@ -309,8 +309,9 @@ impl World {
                     let (id, secret) = self
                         .issue("revoked".into(), Permission::Admin, Reach::All)
                         .await;
-                    let now = self.server.clock_now();
-                    self.server.store.revoke_key(id, now).await.unwrap();
+                    quire_app::keys::revoke(&self.server.ledger, &Actor::Operator, id)
+                        .await
+                        .unwrap();
                     self.secrets.insert(caller, secret);
                 }
                 Caller::Key(level, reach) => {
