@@ -13,7 +13,9 @@ use anyhow::Context;
 use clap::Args;
 use quire_ingest::{ChunkingParams, chunk_blocks, embedding_text};
 use quire_models::LocalEmbedder;
-use quire_models::throughput::{forward_flops, matmul_gflops};
+use throughput::{forward_flops, matmul_gflops};
+
+mod throughput;
 
 /// Options of `quire bench embed`.
 #[derive(Debug, Args)]

@@ -47,8 +47,7 @@ pub struct VectorBenchArgs {
     /// The index's own `ef` (what `search` uses over the whole corpus; scaled down for scopes).
     #[arg(long, default_value_t = VectorOptions::default().ef_search)]
     ef_search: usize,
-    /// Precision: f32, int8 (an int8 copy for the graph) or int8-compact (only int8 in
-    /// memory, f32 re-read from the log to re-rank).
+    /// Precision: f32, or int8 (an int8 copy for the graph, candidates re-ranked in f32).
     #[arg(long, default_value = "f32", value_parser = parse_precision)]
     precision: Precision,
     /// Links per graph node.
@@ -77,8 +76,7 @@ fn parse_precision(s: &str) -> Result<Precision, String> {
     match s {
         "f32" => Ok(Precision::F32),
         "int8" => Ok(Precision::Int8),
-        "int8-compact" => Ok(Precision::Int8Compact),
-        _ => Err(format!("{s:?}: expected f32, int8 or int8-compact")),
+        _ => Err(format!("{s:?}: expected f32 or int8")),
     }
 }
 
@@ -324,7 +322,7 @@ type Truth = Vec<Vec<(DocumentId, u32)>>;
 
 /// The exact top-k of every query in every scope, by brute force over the corpus regenerated
 /// from the mixture, so the reference does not depend on the index (not even on its exact
-/// scan, which with int8-compact precision ranks by int8 codes first).
+/// scan).
 fn ground_truth(
     mixture: &Mixture,
     loaded: &[Loaded],

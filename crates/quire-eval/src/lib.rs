@@ -18,6 +18,7 @@ pub mod eval_pages;
 pub mod eval_pii;
 pub mod eval_retrieval;
 mod page_metrics;
+mod pg_alternatives;
 mod progress;
 mod retrieval_metrics;
 mod text_quality;

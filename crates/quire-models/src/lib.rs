@@ -15,7 +15,6 @@ mod local;
 pub mod onnx;
 mod openai;
 pub mod sentence;
-pub mod throughput;
 mod token_count;
 pub mod tokenizer;
 

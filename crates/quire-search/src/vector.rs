@@ -16,10 +16,8 @@
 //! **Precision** ([`Precision`]). `F32` keeps the `f32` vectors in memory and the graph
 //! computes with them. `Int8` adds an int8 copy (a quarter more memory) that the graph walk
 //! computes with, touching a quarter of the bytes per step; its candidates are re-ranked in
-//! `f32`. `Int8Compact` keeps only the int8 copy in memory (a quarter of `F32`'s vector
-//! memory): graph walks and scans rank by it, and the best candidates are re-scored with the
-//! `f32` vectors read back from the log. Scores returned are exact `f32` cosines in every mode.
-//! `docs/retrieval.md` has the measured recall, speed and memory of each.
+//! `f32`. Scores returned are exact `f32` cosines in both modes. `docs/retrieval.md` has the
+//! measured recall, speed and memory of each (and of an int8-only mode, measured and removed).
 //!
 //! **Durability.** The log begins with a header naming the model and the dimensions; an index
 //! made by one model is never searched with another's queries ([`VectorError::ModelMismatch`]
@@ -36,7 +34,6 @@
 //! grow past an eighth of the index, and by [`VectorIndex::checkpoint`] (for a clean shutdown).
 //! Dead rows stay in memory and in the graph until a compaction, which is not implemented yet.
 
-mod full;
 mod kernels;
 mod log;
 mod rows;
@@ -113,10 +110,6 @@ pub enum Precision {
     /// An int8 copy (one byte per dimension plus a scale per vector, a quarter more memory),
     /// with the candidates re-ranked in `f32`.
     Int8,
-    /// Only the int8 codes in memory (a quarter of the vector memory of `F32`): the graph and
-    /// the exact scan rank by them, and the best candidates are re-scored with `f32` vectors
-    /// read back from the log (from the page cache while memory allows).
-    Int8Compact,
 }
 
 /// How a vector index stores vectors and chooses between the graph and an exact scan.
@@ -228,8 +221,7 @@ impl VectorIndex {
             .map_err(io)?;
         let header = log::header(model, dims);
         let size = file.metadata().map_err(io)?.len();
-        let reader = File::open(&path).map_err(io)?;
-        let mut vectors = Vectors::new(dims, &options, reader);
+        let mut vectors = Vectors::new(dims, &options);
         let mut hash = LogHash::default();
         if size == 0 {
             file.write_all(&header).map_err(io)?;
@@ -330,9 +322,7 @@ impl VectorIndex {
         self.check_dimensions(chunks)?;
         let mut record = Vec::new();
         log::encode_replace(&mut record, document, source, chunks);
-        self.write(&record, |vectors, at| {
-            vectors.replace(document, source, chunks, at)
-        })
+        self.write(&record, |vectors| vectors.replace(document, source, chunks))
     }
 
     /// Sets the vectors of several documents with one synced write, and links their rows on
@@ -343,14 +333,12 @@ impl VectorIndex {
             self.check_dimensions(&document.chunks)?;
         }
         let mut record = Vec::new();
-        let mut starts = Vec::with_capacity(documents.len());
         for d in documents {
-            starts.push(record.len() as u64);
             log::encode_replace(&mut record, d.document, d.source, &d.chunks);
         }
-        self.write(&record, |vectors, at| {
-            for (d, start) in documents.iter().zip(starts) {
-                vectors.replace(d.document, d.source, &d.chunks, at + start);
+        self.write(&record, |vectors| {
+            for d in documents {
+                vectors.replace(d.document, d.source, &d.chunks);
             }
         })
     }
@@ -359,7 +347,7 @@ impl VectorIndex {
     pub fn delete_document(&self, document: DocumentId) -> Result<(), VectorError> {
         let mut record = Vec::new();
         log::encode_delete(&mut record, document);
-        self.write(&record, |vectors, _| vectors.delete(document))
+        self.write(&record, |vectors| vectors.delete(document))
     }
 
     /// The `limit` chunks most similar to `query` among the sources `scope` allows, best
@@ -380,21 +368,16 @@ impl VectorIndex {
         let fraction = filter.allowed as f64 / vectors.live().max(1) as f64;
         let mut hits = Vec::new();
         if filter.allowed >= self.options.exact_below && fraction >= self.options.exact_fraction {
-            hits = vectors
-                .approximate(query, &filter, limit, self.scoped_ef(fraction))
-                .map_err(|e| self.io(e))?;
+            hits = vectors.approximate(query, &filter, limit, self.scoped_ef(fraction));
         }
         if hits.len() < wanted {
-            hits = vectors
-                .exact(query, &filter, limit)
-                .map_err(|e| self.io(e))?;
+            hits = vectors.exact(query, &filter, limit);
         }
         Ok(to_hits(&vectors, &hits))
     }
 
-    /// [`VectorIndex::search`] by a scan whatever the scope's size: the reference the graph is
-    /// measured against. Exact, except with [`Precision::Int8Compact`], where the scan ranks
-    /// by the int8 codes and re-scores the best in `f32`.
+    /// [`VectorIndex::search`] by an exact scan whatever the scope's size: the reference the
+    /// graph is measured against.
     pub fn search_exact(
         &self,
         query: &[f32],
@@ -403,9 +386,7 @@ impl VectorIndex {
     ) -> Result<Vec<VectorHit>, VectorError> {
         self.check_query(query)?;
         let vectors = self.vectors.read().expect("vector index lock");
-        let hits = vectors
-            .exact(query, &vectors.filter(scope), limit)
-            .map_err(|e| self.io(e))?;
+        let hits = vectors.exact(query, &vectors.filter(scope), limit);
         Ok(to_hits(&vectors, &hits))
     }
 
@@ -424,9 +405,7 @@ impl VectorIndex {
             return Ok(Vec::new());
         }
         let vectors = self.vectors.read().expect("vector index lock");
-        let hits = vectors
-            .approximate(query, &vectors.filter(scope), limit, ef)
-            .map_err(|e| self.io(e))?;
+        let hits = vectors.approximate(query, &vectors.filter(scope), limit, ef);
         Ok(to_hits(&vectors, &hits))
     }
 
@@ -452,14 +431,6 @@ impl VectorIndex {
         scaled.clamp(ef.min(FILTERED_EF_MIN), ef)
     }
 
-    /// A failure reading the log back.
-    fn io(&self, source: std::io::Error) -> VectorError {
-        VectorError::Io {
-            path: self.path.clone(),
-            source,
-        }
-    }
-
     fn check_dimensions(&self, chunks: &[(u32, Vec<f32>)]) -> Result<(), VectorError> {
         match chunks.iter().find(|(_, v)| v.len() != self.dims) {
             Some((_, bad)) => Err(VectorError::Dimensions {
@@ -482,12 +453,7 @@ impl VectorIndex {
 
     /// Appends `record` to the log, applies `change` in memory, links the new rows and takes
     /// a snapshot when enough rows are not covered by the last one.
-    /// `change` gets the log offset `record` was written at.
-    fn write(
-        &self,
-        record: &[u8],
-        change: impl FnOnce(&mut Vectors, u64),
-    ) -> Result<(), VectorError> {
+    fn write(&self, record: &[u8], change: impl FnOnce(&mut Vectors)) -> Result<(), VectorError> {
         let mut log = self.log.lock().expect("vector log lock");
         let appended = log
             .file
@@ -501,12 +467,11 @@ impl VectorIndex {
                 source,
             });
         }
-        let at = log.hash.len();
         log.hash.update(record);
         let (before, after) = {
             let mut vectors = self.vectors.write().expect("vector index lock");
             let before = vectors.rows();
-            change(&mut vectors, at);
+            change(&mut vectors);
             let after = vectors.rows();
             vectors.graph.grow(after);
             (before, after)

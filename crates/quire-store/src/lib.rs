@@ -18,9 +18,6 @@ mod types;
 pub use error::StoreError;
 pub use location::{StoreLocation, open};
 pub use postgres::PgStore;
-pub use postgres::alternatives::{
-    FullTextIndex, PgVectorFacts, PgVectorTable, VectorColumn, VectorPath,
-};
 pub use postgres::schemas::{create_schema, drop_schema, schema_url};
 pub use sqlite::SqliteStore;
 /// The database driver's error, which [`StoreError::Database`] carries.

@@ -9,10 +9,9 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use quire_store::FullTextIndex;
-
 use super::Judged;
 use crate::eval_retrieval::ranked_documents;
+use crate::pg_alternatives::FullTextIndex;
 use crate::retrieval_metrics::ndcg_at;
 
 /// Chunk hits per query when scoring quality, as the nodes' evaluation fetches.

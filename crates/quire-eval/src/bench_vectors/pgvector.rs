@@ -23,9 +23,9 @@ use std::time::Instant;
 use anyhow::Context;
 use quire_core::SourceId;
 use quire_search::VectorHit;
-use quire_store::{PgVectorTable, VectorColumn, VectorPath};
 
 use super::{K, Loaded, Mixture, Pass, SCOPES, SOURCES, Truth};
+use crate::pg_alternatives::{PgVectorTable, VectorColumn, VectorPath};
 
 /// What the measurement needs from the bench: the corpus as loaded into the product's index,
 /// the queries, and the exact answers per scope.

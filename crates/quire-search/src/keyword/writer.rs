@@ -1,12 +1,12 @@
 //! Group commit: one thread owns the Tantivy writer, applies every change waiting for it, commits
 //! them together and then tells each caller that its change is searchable.
 //!
-//! A Tantivy commit flushes a segment and syncs several files; made after every document it was
-//! 86 % of keyword-only ingest time (`docs/performance.md`). Changes that arrive while a commit
-//! runs, or while they keep coming within [`COMMIT_SPACING`] of the last one's start, wait for
-//! the next one, so the batch grows with the load: one document alone is committed at once, a
-//! stream of documents shares a commit every second, or every [`ENOUGH_CHUNKS`] chunks when
-//! it is fast.
+//! A Tantivy commit flushes a segment and syncs several files, so one per document was most of
+//! keyword-only ingest time (figures: `docs/performance.md`, "Ingest"). Changes that arrive
+//! while a commit runs, or while they keep coming within [`COMMIT_SPACING`] of the last one's
+//! start, wait for the next one, so the batch grows with the load: one document alone is
+//! committed at once, a stream of documents shares a commit every second, or every
+//! [`ENOUGH_CHUNKS`] chunks when it is fast.
 //!
 //! Callers that know a change is coming (an ingest worker processing a document) say so
 //! ([`Expected`]): while one is expected, a commit within the spacing waits for the spacing to
@@ -29,24 +29,19 @@ use super::{Fields, IndexedChunk, SearchError};
 /// waits behind others.
 const MAX_BATCH: usize = 1024;
 
-/// Chunks that make a commit worth starting before the spacing ends. A commit's cost is mostly
-/// fixed (a new segment's files, the writer's tables, merges); shared by this many chunks it
-/// is small, and waiting out the spacing would only delay them. So a fast stream (keyword-only
-/// ingest, about a thousand chunks a second) commits about as often as before commits waited
-/// for announced changes, while a slow one (an embedder's tens of chunks a second) shares a
-/// commit per spacing. Keyword-only on a memory disk, commits that always waited out the
-/// second made `quire bench ingest` 6 % slower (median of six pairs); with this bound it is
-/// as fast as before (`docs/performance.md`, "Commits wait for the documents being
-/// processed").
+/// Chunks that make a commit worth starting before the spacing ends: a commit's cost is mostly
+/// fixed (a new segment's files, the writer's tables, merges), so shared by this many chunks it
+/// is small and waiting out the spacing would only slow a fast stream (keyword-only ingest),
+/// while a slow one (an embedder's) still shares a commit per spacing. Figures:
+/// `docs/performance.md`, "Commits wait for the documents being processed".
 pub(super) const ENOUGH_CHUNKS: usize = 256;
 
 /// How commits are spaced while changes stream in.
 ///
-/// A commit writes a new segment (several files, each synced); at ingest rates of tens of
-/// documents a second, committing whatever was waiting made a commit per document or two,
-/// thousands per corpus, and creating and merging their files took a quarter of the machine's
-/// CPU (`docs/performance.md`, "Commit spacing"). Spaced, a commit carries every document
-/// finished in the meantime.
+/// A commit writes a new segment (several files, each synced), so committing whatever was
+/// waiting, a document or two at a time, spent much of the CPU creating and merging files;
+/// spaced, a commit carries every document finished in the meantime. Figures:
+/// `docs/performance.md`, "Commit spacing".
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Spacing {
     /// Shortest time from the start of one commit to the start of the next, while changes
@@ -64,11 +59,10 @@ pub(super) struct Spacing {
 /// committed at once, so a lone upload is not held back.
 ///
 /// A second, as Elasticsearch's default refresh interval: under a stream of documents, each
-/// becomes searchable at most a second after its chunks are handed over. Commits that waited
-/// out the spacing, as they do while changes are [`Expected`], gave a hybrid ingest 6 % more
-/// documents a second than commits at every pause did when spaced a quarter second apart, 9 %
-/// at half a second, 13 % at a second (`docs/performance.md`, "Commits wait for the documents
-/// being processed").
+/// becomes searchable at most a second after its chunks are handed over, and of the spacings
+/// measured, commits that wait out a second (as they do while changes are [`Expected`]) gave
+/// hybrid ingest the most documents a second. Figures: `docs/performance.md`, "Commits wait
+/// for the documents being processed".
 pub(super) const COMMIT_SPACING: Spacing = Spacing {
     between: Duration::from_secs(1),
     linger: Duration::from_millis(50),
@@ -76,10 +70,9 @@ pub(super) const COMMIT_SPACING: Spacing = Spacing {
 
 /// Segments below this many chunks count as one size class when merging. Tantivy's default,
 /// 10,000, puts every young segment of an index in one class, so each merge of eight segments
-/// copies the largest of them again: with a commit per burst of documents, ingesting SciFact
-/// (8,000 chunks) merged the growing segment hundreds of times and the merge thread took more
-/// CPU than anything but the embedder (`docs/performance.md`, "Merges by size"). With a small floor,
-/// segments merge with others of their own size, and each chunk is copied a few times.
+/// copies the growing largest one again and again; with a small floor, segments merge with
+/// others of their own size, and each chunk is copied a few times. Figures:
+/// `docs/performance.md`, "Merges by size".
 const MERGE_FLOOR_CHUNKS: u32 = 256;
 
 /// A change to the index.
@@ -154,12 +147,11 @@ pub(super) struct Writer {
 /// start at a pause in the stream of changes, only when the spacing ends. Dropped when the
 /// change has been submitted, or when it will not come.
 ///
-/// Why: a stream of documents through ingest workers has pauses longer than the linger
-/// whenever the embedder is slow (three workers on two cores, a document each 40 ms on
-/// average). Each pause started a commit of two or three documents, and a commit's fixed cost
-/// (a new segment's files, the writer's tables, the merges of small segments) put the keyword
-/// index's threads at 7 % of the machine's CPU (`docs/performance.md`, "Commits wait for the
-/// documents being processed").
+/// Why: a stream of documents through ingest workers pauses longer than the linger whenever
+/// the embedder is slow, and a commit started at each pause carried only a few documents yet
+/// paid a commit's whole fixed cost (a new segment's files, the writer's tables, the merges of
+/// small segments). Figures: `docs/performance.md`, "Commits wait for the documents being
+/// processed".
 #[must_use = "a change is expected only while this lives"]
 pub struct Expected(Arc<Shared>);
 

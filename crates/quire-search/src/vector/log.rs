@@ -21,14 +21,6 @@ use crate::hnsw::splitmix64;
 const MAGIC: &[u8; 8] = b"QVEC0001";
 const REPLACE: u8 = 1;
 const DELETE: u8 = 2;
-/// Bytes of a replace record before its first chunk: tag, two UUIDs, chunk count.
-const REPLACE_HEAD: u64 = 1 + 16 + 16 + 4;
-
-/// Where the vector of chunk `chunk` of the replace record at `record_at` starts (after the
-/// chunk's ordinal).
-pub(super) fn vector_offset(record_at: u64, chunk: usize, dims: usize) -> u64 {
-    record_at + REPLACE_HEAD + chunk as u64 * (4 + 4 * dims as u64) + 4
-}
 
 /// The header for `model` at `dims` dimensions.
 pub(super) fn header(model: &str, dims: usize) -> Vec<u8> {
@@ -175,7 +167,7 @@ pub(super) fn replay(
         }
         match read_record(&mut reader, dims).map_err(io)? {
             Some(Record::Replace(document, source, chunks)) => {
-                vectors.replace(document, source, &chunks, intact.len())
+                vectors.replace(document, source, &chunks)
             }
             Some(Record::Delete(document)) => vectors.delete(document),
             None => break,

@@ -1,23 +1,15 @@
 //! The in-memory state: one row per chunk (deleted rows stay, marked dead, until compaction),
-//! the `f32` vectors (or where the log has them), the optional int8 codes, the rows of each
-//! source (so a small scope is scanned without touching the rest), and the graph over the rows.
+//! the `f32` vectors, the optional int8 codes, the rows of each source (so a small scope is
+//! scanned without touching the rest), and the graph over the rows.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
-use std::fs::File;
-use std::io;
 
 use quire_core::{DocumentId, SourceId, SourceScope};
 
-use super::full::Full;
 use super::kernels::{Codes, Quantized, dot};
-use super::{Precision, VectorOptions, log};
+use super::{Precision, VectorOptions};
 use crate::hnsw::{Hnsw, Scored, Space};
-
-/// With the `f32` vectors only in the log, scans and graph walks rank by the int8 codes and
-/// re-score this many of the best (or four times the results asked for, if more) in `f32`:
-/// enough that the int8 error (about 0.005 in cosine) does not push a true top result out.
-const RERANK_MIN: usize = 64;
 
 /// One chunk.
 #[derive(Debug, Clone, Copy)]
@@ -78,7 +70,8 @@ pub(super) struct Vectors {
     dims: usize,
     pub rows: Vec<Row>,
     pub alive: Vec<bool>,
-    full: Full,
+    /// The `f32` vectors, row-major (`rows × dims`).
+    values: Vec<f32>,
     /// Int8 copy the graph computes with, when the precision asks for one.
     codes: Option<Codes>,
     by_document: HashMap<DocumentId, Vec<u32>>,
@@ -88,28 +81,16 @@ pub(super) struct Vectors {
 }
 
 impl Vectors {
-    /// No rows yet. `log` reads the log back; it is used when the options keep the `f32`
-    /// vectors only there.
-    pub fn new(dims: usize, options: &VectorOptions, log: File) -> Self {
-        let full = match options.precision {
-            Precision::F32 | Precision::Int8 => Full::Memory {
-                dims,
-                values: Vec::new(),
-            },
-            Precision::Int8Compact => Full::Log {
-                dims,
-                file: log,
-                offsets: Vec::new(),
-            },
-        };
+    /// No rows yet.
+    pub fn new(dims: usize, options: &VectorOptions) -> Self {
         Self {
             dims,
             rows: Vec::new(),
             alive: Vec::new(),
-            full,
+            values: Vec::new(),
             codes: match options.precision {
                 Precision::F32 => None,
-                Precision::Int8 | Precision::Int8Compact => Some(Codes::new(dims)),
+                Precision::Int8 => Some(Codes::new(dims)),
             },
             by_document: HashMap::new(),
             sources: Sources::default(),
@@ -134,9 +115,9 @@ impl Vectors {
     }
 
     /// The `f32` vector of `row`.
-    #[cfg(test)]
-    pub fn vector(&self, row: u32) -> io::Result<Vec<f32>> {
-        self.full.vector(row)
+    pub fn vector(&self, row: u32) -> &[f32] {
+        let row = row as usize;
+        &self.values[row * self.dims..(row + 1) * self.dims]
     }
 
     /// Documents with rows (or with none, if given no chunks).
@@ -154,19 +135,12 @@ impl Vectors {
         self.sources.ids[self.rows[row as usize].source as usize]
     }
 
-    /// Replaces the rows of `document` by new ones, from the log record at `record_at`; the
-    /// graph links them later.
-    pub fn replace(
-        &mut self,
-        document: DocumentId,
-        source: SourceId,
-        chunks: &[(u32, Vec<f32>)],
-        record_at: u64,
-    ) {
+    /// Replaces the rows of `document` by new ones; the graph links them later.
+    pub fn replace(&mut self, document: DocumentId, source: SourceId, chunks: &[(u32, Vec<f32>)]) {
         self.delete(document);
         let source_number = self.sources.number(source);
         let mut rows = Vec::with_capacity(chunks.len());
-        for (chunk, (ordinal, vector)) in chunks.iter().enumerate() {
+        for (ordinal, vector) in chunks {
             let row = u32::try_from(self.rows.len()).expect("fewer than 2^32 chunk vectors");
             rows.push(row);
             self.rows.push(Row {
@@ -175,8 +149,7 @@ impl Vectors {
                 ordinal: *ordinal,
             });
             self.alive.push(true);
-            self.full
-                .push(vector, log::vector_offset(record_at, chunk, self.dims));
+            self.values.extend_from_slice(vector);
             if let Some(codes) = &mut self.codes {
                 codes.push(vector);
             }
@@ -222,25 +195,9 @@ impl Vectors {
         }
     }
 
-    /// The `limit` best rows `filter` allows, by scanning them all: in `f32`, or, when the
-    /// `f32` vectors are only in the log, by their int8 codes with the best re-scored in `f32`.
-    pub fn exact(
-        &self,
-        query: &[f32],
-        filter: &Filter<'_>,
-        limit: usize,
-    ) -> io::Result<Vec<Scored>> {
-        match (&self.full, &self.codes) {
-            (Full::Log { .. }, Some(codes)) => {
-                let quantized = Quantized::new(query);
-                let depth = (4 * limit).max(RERANK_MIN);
-                let best = self.scan(filter, depth, |row| codes.to_query(&quantized, row));
-                self.rescore(query, best, limit)
-            }
-            _ => Ok(self.scan(filter, limit, |row| {
-                dot(query, self.full.in_memory(row).unwrap_or_default())
-            })),
-        }
+    /// The `limit` best rows `filter` allows, by scanning them all in `f32`.
+    pub fn exact(&self, query: &[f32], filter: &Filter<'_>, limit: usize) -> Vec<Scored> {
+        self.scan(filter, limit, |row| dot(query, self.vector(row)))
     }
 
     /// The `limit` rows `filter` allows with the highest `score`, best first.
@@ -284,25 +241,21 @@ impl Vectors {
         filter: &Filter<'_>,
         limit: usize,
         ef: usize,
-    ) -> io::Result<Vec<Scored>> {
+    ) -> Vec<Scored> {
         let ef = ef.max(limit);
         let allow = |row: u32| filter.allows(row);
         match &self.codes {
             None => {
-                let score = |row| dot(query, self.full.in_memory(row).unwrap_or_default());
+                let score = |row| dot(query, self.vector(row));
                 let mut hits = self.graph.search(score, allow, ef);
                 hits.truncate(limit);
-                Ok(hits)
+                hits
             }
             Some(codes) => {
                 let quantized = Quantized::new(query);
-                let mut found = self
+                let found = self
                     .graph
                     .search(|row| codes.to_query(&quantized, row), allow, ef);
-                if let Full::Log { .. } = self.full {
-                    // Each re-score is a read: only the best by int8 are worth one.
-                    found.truncate((4 * limit).max(RERANK_MIN));
-                }
                 self.rescore(query, found, limit)
             }
         }
@@ -310,25 +263,19 @@ impl Vectors {
 
     /// Re-scores `candidates` in `f32` (the int8 order is close but not exact, and the scores
     /// returned must be the true cosines) and keeps the best `limit`.
-    fn rescore(
-        &self,
-        query: &[f32],
-        mut candidates: Vec<Scored>,
-        limit: usize,
-    ) -> io::Result<Vec<Scored>> {
-        let mut buffer = Vec::new();
+    fn rescore(&self, query: &[f32], mut candidates: Vec<Scored>, limit: usize) -> Vec<Scored> {
         for hit in &mut candidates {
-            hit.sim = self.full.score(query, hit.node, &mut buffer)?;
+            hit.sim = dot(query, self.vector(hit.node));
         }
         candidates.sort_unstable_by(|a, b| b.cmp(a));
         candidates.truncate(limit);
-        Ok(candidates)
+        candidates
     }
 
-    /// Bytes of `f32` vectors (or their offsets in the log), of int8 codes, and of the graph.
+    /// Bytes of `f32` vectors, of int8 codes, and of the graph.
     pub fn memory_bytes(&self) -> (usize, usize, usize) {
         (
-            self.full.memory_bytes(),
+            4 * self.values.len(),
             self.codes.as_ref().map_or(0, Codes::memory_bytes),
             self.graph.memory_bytes(),
         )
@@ -339,10 +286,7 @@ impl Space for Vectors {
     fn between(&self, a: u32, b: u32) -> f32 {
         match &self.codes {
             Some(codes) => codes.between(a, b),
-            None => dot(
-                self.full.in_memory(a).unwrap_or_default(),
-                self.full.in_memory(b).unwrap_or_default(),
-            ),
+            None => dot(self.vector(a), self.vector(b)),
         }
     }
 

@@ -73,8 +73,7 @@ fn brute_force(
         .filter(|r| v.alive[*r as usize] && scope.allows(v.source_id(*r)))
         .map(|r| {
             let row = v.rows[r as usize];
-            let vector = v.vector(r).unwrap();
-            let score = query.iter().zip(&vector).map(|(a, b)| a * b).sum();
+            let score = query.iter().zip(v.vector(r)).map(|(a, b)| a * b).sum();
             (row.document, row.ordinal, score)
         })
         .collect();
@@ -93,13 +92,12 @@ fn scopes(sources: &[SourceId]) -> [SourceScope; 4] {
 
 #[test]
 fn search_matches_brute_force_and_never_leaves_the_scope() {
-    // Compact precision scans by int8 codes and re-scores the best 64 in f32: exact on
-    // corpora this small, and its scores read back from the log must be the true ones.
+    // The exact scan is in f32 whatever the precision: an int8 copy must not change it.
     for seed in 1..=20u64 {
         let precision = if seed % 2 == 0 {
             Precision::F32
         } else {
-            Precision::Int8Compact
+            Precision::Int8
         };
         let options = VectorOptions {
             precision,
@@ -133,7 +131,7 @@ fn search_matches_brute_force_and_never_leaves_the_scope() {
 /// their true scores, best first, as many as asked for, and nearly always the exact ones.
 #[test]
 fn graph_search_never_leaves_the_scope_or_returns_deleted_rows() {
-    for precision in [Precision::F32, Precision::Int8, Precision::Int8Compact] {
+    for precision in [Precision::F32, Precision::Int8] {
         let (mut found, mut wanted) = (0usize, 0usize);
         for seed in 1..=12u64 {
             let dir = tempfile::tempdir().unwrap();
@@ -378,8 +376,7 @@ fn a_torn_log_after_a_snapshot_is_handled_both_ways() {
     let dir = tempfile::tempdir().unwrap();
     let mut rng = Rng(51);
     let sources: Vec<SourceId> = (0..4).map(|_| SourceId::new()).collect();
-    // Compact, so the vectors are read back from the log at the offsets replay recorded.
-    let options = graph_options(Precision::Int8Compact);
+    let options = graph_options(Precision::Int8);
     let log = dir.path().join("vectors.log");
     let covered_len = {
         let index = VectorIndex::open_with(dir.path(), "m", DIMS, options.clone()).unwrap();
@@ -438,10 +435,9 @@ fn a_batch_of_documents_is_one_write_and_searchable_at_once() {
             chunks: vec![(0, rng.unit_vector(DIMS)), (1, rng.unit_vector(DIMS))],
         })
         .collect();
-    // Compact, so the search reads each document's vectors at its offset in the batch.
     let options = VectorOptions {
         build_threads: 1,
-        ..graph_options(Precision::Int8Compact)
+        ..graph_options(Precision::Int8)
     };
     let index = VectorIndex::open_with(dir.path(), "m", DIMS, options.clone()).unwrap();
     index.replace_documents(&batch).unwrap();
@@ -463,8 +459,7 @@ fn a_batch_of_documents_is_one_write_and_searchable_at_once() {
         assert!((hits[0].score - 1.0).abs() < 1e-5);
     }
     let stats = index.stats();
-    // Offsets into the log, not vectors.
-    assert_eq!(stats.vector_bytes, 600 * 8);
+    assert_eq!(stats.vector_bytes, 600 * DIMS * 4);
     assert_eq!(stats.code_bytes, 600 * (DIMS + 4));
     assert!(stats.graph_bytes > 600 * 9 * 4);
 }

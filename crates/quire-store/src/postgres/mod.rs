@@ -3,7 +3,6 @@
 //! migrations under an advisory lock, jobs and webhook deliveries claimed with
 //! `FOR UPDATE SKIP LOCKED`, rate-limit windows counted by one atomic upsert.
 
-pub(crate) mod alternatives;
 mod codec;
 mod feed;
 mod migrations;

@@ -5,7 +5,7 @@ use chrono::Duration;
 use quire_core::DocumentStatus;
 use quire_store::{AuditEntry, Store};
 
-use super::{document, source, t0};
+use crate::fixtures::{document, source, t0};
 
 pub async fn password_and_sessions(store: &dyn Store) {
     assert_eq!(store.admin_password_hash().await.unwrap(), None);

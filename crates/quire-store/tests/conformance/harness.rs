@@ -77,32 +77,48 @@ impl TestDb {
 
 /// Runs every story on every backend: `stores` are `async fn(&dyn Store)` and get one fresh
 /// store; `databases` are `async fn(&TestDb)` and open their own handles on one fresh database.
-/// Each backend gets a module (`sqlite`, `postgres`) with one test per story.
+/// Stories are listed under the module that holds them (`module: [story, …]`). Each backend
+/// gets a module (`sqlite`, `postgres`) with one test per story, named after the story alone.
 macro_rules! conformance {
-    (stores: [$($story:ident),* $(,)?], databases: [$($db_story:ident),* $(,)?] $(,)?) => {
-        conformance!(@backend sqlite, [$($story),*], [$($db_story),*]);
-        conformance!(@backend postgres, [$($story),*], [$($db_story),*]);
+    (
+        stores: { $($module:ident: [$($story:ident),* $(,)?]),* $(,)? },
+        databases: { $($db_module:ident: [$($db_story:ident),* $(,)?]),* $(,)? } $(,)?
+    ) => {
+        conformance!(
+            @backend sqlite,
+            { $($module: [$($story),*]),* },
+            { $($db_module: [$($db_story),*]),* }
+        );
+        conformance!(
+            @backend postgres,
+            { $($module: [$($story),*]),* },
+            { $($db_module: [$($db_story),*]),* }
+        );
     };
-    (@backend $backend:ident, [$($story:ident),*], [$($db_story:ident),*]) => {
+    (
+        @backend $backend:ident,
+        { $($module:ident: [$($story:ident),*]),* },
+        { $($db_module:ident: [$($db_story:ident),*]),* }
+    ) => {
         mod $backend {
-            $(
+            $($(
                 #[tokio::test]
                 async fn $story() {
-                    let db = super::TestDb::$backend().await;
+                    let db = crate::harness::TestDb::$backend().await;
                     let store = db.open().await;
-                    super::$story(&*store).await;
+                    crate::$module::$story(&*store).await;
                     store.close().await;
                     db.finish().await;
                 }
-            )*
-            $(
+            )*)*
+            $($(
                 #[tokio::test]
                 async fn $db_story() {
-                    let db = super::TestDb::$backend().await;
-                    super::$db_story(&db).await;
+                    let db = crate::harness::TestDb::$backend().await;
+                    crate::$db_module::$db_story(&db).await;
                     db.finish().await;
                 }
-            )*
+            )*)*
         }
     };
 }

@@ -4,7 +4,7 @@
 use chrono::Duration;
 use quire_store::{DocumentProgress, ProcessingStage, Store};
 
-use super::{chunks, document, source, t0};
+use crate::fixtures::{chunks, document, source, t0};
 
 pub async fn progress_is_shown_only_while_processing(store: &dyn Store) {
     let s = source(store, "S").await;

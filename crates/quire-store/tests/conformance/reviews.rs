@@ -5,7 +5,7 @@ use chrono::Duration;
 use quire_core::{DocumentId, DocumentStatus};
 use quire_store::{DecidedReview, FinishOutcome, HeldDocument, ReviewDecision, Store};
 
-use super::{document, source, t0};
+use crate::fixtures::{document, source, t0};
 
 const RAW: &str = r#"[{"type":"credit_card","in":"name","page":null,"text":"4111 1111 1111 1111","confidence":0.95,"context":"card 4111 1111 1111 1111"}]"#;
 const REDUCED: &str =

@@ -11,7 +11,8 @@ use quire_store::{
 };
 use serde_json::{Value, json};
 
-use super::{TestDb, chunks, document, source, t0};
+use crate::fixtures::{chunks, document, source, t0};
+use crate::harness::TestDb;
 
 use WebhookEvent::{DocumentFailed, DocumentPiiDetected, DocumentReady};
 

@@ -20,13 +20,11 @@ use crate::crash::{
     every_document_ends_as_it_should, key_from_cli, marker, one_final_event_per_document,
     register_final_events, unfinished, upload_documents,
 };
-use crate::generate::{
-    Fake, PUMP_PAGES, Upstream, start_generate, three_questions_are_answered_in_arrival_order,
-    with_llm,
-};
+use crate::generate::{PUMP_PAGES, start_generate, three_questions_are_answered_in_arrival_order};
+use crate::helpers::fake_llm::{Fake, Upstream, with_llm};
+use crate::helpers::webhook_receiver::Receiver;
 use crate::helpers::{TestServer, body, postgres_schema_url, start_time, test_config};
 use crate::semantic::{model_dir, renamed_model};
-use crate::webhooks::Receiver;
 
 /// Longest a test waits for the other node to follow. The feed is polled every 200 ms, so this
 /// is slack for a loaded CI machine, not the expected delay (the test prints the one seen).

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-use crate::webhooks::Receiver;
+use crate::helpers::webhook_receiver::Receiver;
 
 /// Documents uploaded: enough that processing is under way at every kill.
 pub(crate) const DOCUMENTS: usize = 40;

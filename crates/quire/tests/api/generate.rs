@@ -1,61 +1,19 @@
-//! `POST /api/v1/generate` over real HTTP with a real SSE reader: validation before the
-//! stream, extractive answers citing the right page, a fake OpenAI-compatible chat server for
-//! the model path and its failures, conversations, and the queue.
+//! `POST /api/v1/generate` over real HTTP with a real SSE reader (`helpers::sse`): validation
+//! before the stream, extractive answers citing the right page, the model path and its failures
+//! against a fake OpenAI-compatible chat server (`helpers::fake_llm`), conversations, and the
+//! queue.
 
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::body::Body;
-use axum::extract::State;
-use axum::response::IntoResponse;
 use futures_util::StreamExt;
 use quire_core::Permission;
 use quire_parse::fixtures::pdf;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use tokio::sync::{Notify, mpsc};
 
+use crate::helpers::fake_llm::{Fake, Upstream, with_llm};
+use crate::helpers::sse::{Sse, next, sse_events};
 use crate::helpers::{TestServer, assert_error, source_id};
-
-/// One SSE event: its name and its JSON data.
-#[derive(Debug, Clone)]
-pub(crate) struct Sse {
-    pub(crate) event: String,
-    pub(crate) data: Value,
-}
-
-/// Reads an SSE response as it arrives; events come out of the channel in order and the
-/// channel closes when the response ends.
-pub(crate) fn sse_events(response: reqwest::Response) -> mpsc::UnboundedReceiver<Sse> {
-    let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        let mut body = response.bytes_stream();
-        let mut buffer = String::new();
-        while let Some(Ok(bytes)) = body.next().await {
-            buffer.push_str(&String::from_utf8_lossy(&bytes));
-            while let Some(end) = buffer.find("\n\n") {
-                let block: String = buffer.drain(..end + 2).collect();
-                let mut event = String::from("message");
-                let mut data = String::new();
-                for line in block.lines() {
-                    if let Some(name) = line.strip_prefix("event:") {
-                        event = name.trim().to_owned();
-                    } else if let Some(d) = line.strip_prefix("data:") {
-                        data.push_str(d.trim_start());
-                    }
-                }
-                if data.is_empty() {
-                    continue; // a keep-alive comment
-                }
-                let data = serde_json::from_str(&data).expect("event data is JSON");
-                if tx.send(Sse { event, data }).is_err() {
-                    return;
-                }
-            }
-        }
-    });
-    rx
-}
 
 pub(crate) async fn start_generate(
     server: &TestServer,
@@ -331,159 +289,6 @@ async fn a_key_scoped_elsewhere_gets_nothing_from_other_sources() {
     .await;
 }
 
-/// How the fake chat server behaves.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Upstream {
-    /// Streams the scripted answer in pieces.
-    Answer,
-    /// Answers 500 with an OpenAI-style error.
-    ServerError,
-    /// Sends a non-JSON data line.
-    Garbage,
-    /// Sends a piece, then closes without finishing.
-    DiesMidStream,
-    /// Never sends its headers.
-    Silent,
-    /// Waits for `release` before each answer (for queue tests).
-    Gated,
-}
-
-#[derive(Clone)]
-pub(crate) struct Fake {
-    mode: Upstream,
-    answer: &'static str,
-    /// Every request body, in arrival order.
-    requests: Arc<Mutex<Vec<Value>>>,
-    pub(crate) release: Arc<Notify>,
-    /// Streaming requests whose client went away before the end.
-    cancelled: Arc<Mutex<usize>>,
-}
-
-impl Fake {
-    pub(crate) async fn start(mode: Upstream, answer: &'static str) -> (Self, String) {
-        let fake = Fake {
-            mode,
-            answer,
-            requests: Arc::default(),
-            release: Arc::new(Notify::new()),
-            cancelled: Arc::default(),
-        };
-        let app = axum::Router::new()
-            .route("/v1/chat/completions", axum::routing::post(chat))
-            .with_state(fake.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        (fake, format!("http://{addr}/v1"))
-    }
-
-    fn requests(&self) -> Vec<Value> {
-        self.requests.lock().unwrap().clone()
-    }
-
-    pub(crate) fn streaming_requests(&self) -> Vec<Value> {
-        self.requests()
-            .into_iter()
-            .filter(|r| r["stream"] == true)
-            .collect()
-    }
-}
-
-/// Counts a streaming response dropped before its end (the client cancelled).
-struct CancelGuard {
-    cancelled: Arc<Mutex<usize>>,
-    finished: bool,
-}
-
-impl Drop for CancelGuard {
-    fn drop(&mut self) {
-        if !self.finished {
-            *self.cancelled.lock().unwrap() += 1;
-        }
-    }
-}
-
-fn chunk(content: &str) -> String {
-    format!(
-        "data: {}\n\n",
-        json!({"choices": [{"index": 0, "delta": {"content": content}, "finish_reason": null}]})
-    )
-}
-
-async fn chat(
-    State(fake): State<Fake>,
-    axum::Json(request): axum::Json<Value>,
-) -> axum::response::Response {
-    fake.requests.lock().unwrap().push(request.clone());
-    if request["stream"] != true {
-        // The condensing call.
-        return axum::Json(json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": "How is the circulation pump's mechanical seal replaced?"}, "finish_reason": "stop"}]})).into_response();
-    }
-    match fake.mode {
-        Upstream::ServerError => {
-            return (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                axum::Json(json!({"error": {"message": "model not loaded"}})),
-            )
-                .into_response();
-        }
-        Upstream::Silent => {
-            tokio::time::sleep(Duration::from_secs(3600)).await;
-        }
-        _ => {}
-    }
-    let (tx, rx) = mpsc::channel::<Result<String, std::io::Error>>(4);
-    tokio::spawn(async move {
-        let mut guard = CancelGuard {
-            cancelled: fake.cancelled.clone(),
-            finished: false,
-        };
-        if fake.mode == Upstream::Gated {
-            // Keep the stream open (and watch for the client leaving) until released.
-            let _ = tx.send(Ok(": waiting\n\n".into())).await;
-            tokio::select! {
-                () = fake.release.notified() => {}
-                () = tx.closed() => return,
-            }
-        }
-        if fake.mode == Upstream::Garbage {
-            let _ = tx.send(Ok("data: {not json\n\n".into())).await;
-            guard.finished = true;
-            return;
-        }
-        let words: Vec<&str> = fake.answer.split_inclusive(' ').collect();
-        for word in &words {
-            if tx.send(Ok(chunk(word))).await.is_err() {
-                return;
-            }
-            if fake.mode == Upstream::DiesMidStream {
-                let _ = tx
-                    .send(Err(std::io::Error::other("connection reset")))
-                    .await;
-                guard.finished = true;
-                return;
-            }
-        }
-        let end = json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]});
-        let _ = tx
-            .send(Ok(format!("data: {end}\n\ndata: [DONE]\n\n")))
-            .await;
-        guard.finished = true;
-    });
-    let body = Body::from_stream(futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|item| (item, rx))
-    }));
-    ([("content-type", "text/event-stream")], body).into_response()
-}
-
-pub(crate) fn with_llm(url: String) -> impl FnOnce(&mut quire::Config) {
-    move |c| {
-        c.llm.base_url = Some(url);
-        c.llm.model = Some("fake-model".into());
-        c.llm.timeout_seconds = 2;
-    }
-}
-
 #[tokio::test]
 async fn a_model_answer_streams_and_its_markers_become_page_citations() {
     let (fake, url) = Fake::start(
@@ -631,14 +436,6 @@ async fn the_extractive_answerer_follows_a_conversation_too() {
     let text = answer_text(&second);
     assert!(text.contains("regional depot"), "{text}");
     assert_eq!(done(&second)["citations"][0]["page"], 3);
-}
-
-/// Waits for the next non-keep-alive event.
-pub(crate) async fn next(events: &mut mpsc::UnboundedReceiver<Sse>) -> Sse {
-    tokio::time::timeout(Duration::from_secs(10), events.recv())
-        .await
-        .expect("an event within 10 s")
-        .expect("the stream is open")
 }
 
 pub(crate) async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
@@ -828,10 +625,7 @@ async fn a_client_that_leaves_frees_its_slot_and_cancels_the_model() {
         fake.streaming_requests().len() == 2
     })
     .await;
-    wait_until("the model sees A leave", || {
-        *fake.cancelled.lock().unwrap() == 1
-    })
-    .await;
+    wait_until("the model sees A leave", || fake.cancelled() == 1).await;
     fake.release.notify_one();
     assert_eq!(next(&mut b).await.event, "delta");
 }

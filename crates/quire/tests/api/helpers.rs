@@ -20,6 +20,11 @@ use tempfile::TempDir;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+pub mod fake_embeddings;
+pub mod fake_llm;
+pub mod sse;
+pub mod webhook_receiver;
+
 /// The instant every test clock starts at.
 pub fn start_time() -> DateTime<Utc> {
     DateTime::parse_from_rfc3339("2026-03-02T10:00:05Z")
@@ -348,6 +353,31 @@ impl TestServer {
             assert!(
                 tokio::time::Instant::now() < deadline,
                 "document never became {status}: {current}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Waits until the server has nothing left to do: no job queued or running, and every
+    /// webhook event delivered or given up. What a test awaits before asserting that nothing
+    /// else happens, instead of sleeping a while (fails the test after 20 s, saying what was
+    /// left). Whatever the test awaited before (an answered request, a status it polled for) has
+    /// already written its jobs and events, so none can appear after this returns.
+    pub async fn drain(&self) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            // Jobs first: a job's events are written in the transaction that ends it.
+            let jobs = self.store.pending_job_count().await.unwrap();
+            // A year ahead every claim has run out, so this counts events being delivered too.
+            let later = self.clock_now().max(Utc::now()) + chrono::Duration::days(365);
+            let events = self.store.pending_deliveries_count(later).await.unwrap();
+            if jobs == 0 && events == 0 {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the server never became idle: {jobs} jobs queued or running, {events} webhook \
+                 events not yet delivered"
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }

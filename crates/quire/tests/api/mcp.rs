@@ -5,6 +5,8 @@
 //! side.
 
 use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use quire_core::{Permission, SourceScope};
@@ -12,6 +14,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
+use crate::helpers::sse::json_rpc_answer;
 use crate::helpers::{TestServer, assert_error, body, source_id};
 
 const PYTHON_VARIABLE: &str = "QUIRE_TEST_MCP_PYTHON";
@@ -160,4 +163,103 @@ async fn requests_without_a_valid_key_are_refused_over_http() {
     assert_eq!(response.status(), StatusCode::OK);
     let text = response.text().await.unwrap();
     assert!(text.contains("\"quire\""), "{text}");
+}
+
+/// A relay to `target` that counts the connections made through it: which calls of a client
+/// shared one connection.
+async fn counting_relay(target: std::net::SocketAddr) -> (std::net::SocketAddr, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let connections = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&connections);
+    tokio::spawn(async move {
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            counted.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut outbound = tokio::net::TcpStream::connect(target).await.unwrap();
+                let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+            });
+        }
+    });
+    (address, connections)
+}
+
+/// A refused call leaves its connection fit for the next one: the server reads the refused
+/// request's body before answering, so a client that keeps one pooled connection sends every
+/// call on it and reads each refusal, never a broken connection, and then a valid call works.
+#[tokio::test]
+async fn a_revoked_key_is_refused_call_after_call_on_one_connection() {
+    let server = TestServer::start().await;
+    let revoked = server.key(Permission::Read).await;
+    let valid = server.key(Permission::Read).await;
+    let record = server
+        .store
+        .find_key_by_hash(&quire_app::keys::hash_key(&revoked))
+        .await
+        .unwrap()
+        .unwrap();
+    quire_app::keys::revoke(&server.ledger, &quire_app::Actor::Operator, record.id)
+        .await
+        .unwrap();
+
+    let (relay, connections) = counting_relay(server.addr).await;
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(1)
+        .build()
+        .unwrap();
+    let list_tools = |key: &str, body: reqwest::Body| {
+        client
+            .post(format!("http://{relay}/mcp"))
+            .bearer_auth(key)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    let request = |id: u32| json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}).to_string();
+    for call in 1..=5 {
+        // The body arrives a moment after the headers, as a client's body often does: the key
+        // check refuses the call before it has all been read.
+        let late = futures_util::stream::once(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            Ok::<_, std::io::Error>(request(call))
+        });
+        let response = list_tools(&revoked, reqwest::Body::wrap_stream(late))
+            .await
+            .unwrap_or_else(|e| panic!("call {call} with the revoked key could not be sent: {e}"));
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "call {call}");
+        // The body was read, so the server keeps the connection open for the next call.
+        assert_eq!(
+            response.headers().get("connection"),
+            None,
+            "call {call}: the server closes the connection"
+        );
+        let error = body(response).await;
+        assert_eq!(error["error"]["code"], -32001, "call {call}: {error}");
+        assert!(
+            error["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("revoked"),
+            "call {call}: {error}"
+        );
+    }
+    let response = list_tools(&valid, request(6).into())
+        .await
+        .expect("the call with a valid key is sent on the same client");
+    assert_eq!(response.status(), StatusCode::OK);
+    let text = response.text().await.unwrap();
+    let answer = json_rpc_answer(&text).unwrap_or_else(|| panic!("no JSON-RPC answer: {text}"));
+    let tools: Vec<&str> = answer["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tools listed: {answer}"))
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert!(tools.contains(&"search"), "{tools:?}");
+    assert_eq!(
+        connections.load(Ordering::SeqCst),
+        1,
+        "the six calls shared one connection"
+    );
 }

@@ -9,7 +9,7 @@ use quire_core::{Permission, SourceScope};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestServer, body, source_id};
+use crate::helpers::{TestServer, body, fake_embeddings, source_id};
 
 /// The all-MiniLM-L6-v2 directory: `QUIRE_TEST_MODEL_DIR`, else the cache that
 /// `scripts/fetch-model` fills (scripts/test runs it first).
@@ -330,80 +330,11 @@ async fn a_new_model_replaces_the_old_vectors_instead_of_mixing_with_them() {
     assert_eq!(names[0], "pets.md", "{names:?}");
 }
 
-/// A stand-in for an OpenAI-compatible `/v1/embeddings` server: each text becomes a hashed
-/// bag of its words (so texts sharing words are close), and `failing` makes it answer 500.
-pub(crate) mod fake_server {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
-
-    use axum::Json;
-    use axum::extract::State;
-    use axum::http::StatusCode;
-    use axum::routing::post;
-    use serde_json::{Value, json};
-
-    pub const DIMS: usize = 16;
-
-    pub struct Fake {
-        pub base_url: String,
-        pub failing: Arc<AtomicBool>,
-    }
-
-    pub async fn start() -> Fake {
-        let failing = Arc::new(AtomicBool::new(false));
-        let app = axum::Router::new()
-            .route("/v1/embeddings", post(embeddings))
-            .with_state(Arc::clone(&failing));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        Fake {
-            base_url: format!("http://{addr}/v1"),
-            failing,
-        }
-    }
-
-    async fn embeddings(
-        State(failing): State<Arc<AtomicBool>>,
-        Json(body): Json<Value>,
-    ) -> (StatusCode, Json<Value>) {
-        if failing.load(Ordering::Relaxed) {
-            return (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                Json(json!({"error": {"message": "model crashed"}})),
-            );
-        }
-        let data: Vec<Value> = body["input"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .enumerate()
-            .map(|(i, text)| json!({"index": i, "embedding": bag_of_words(text.as_str().unwrap())}))
-            .collect();
-        (StatusCode::OK, Json(json!({"data": data})))
-    }
-
-    fn bag_of_words(text: &str) -> Vec<f32> {
-        let mut v = vec![0.01f32; DIMS];
-        for word in text
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| w.len() > 3)
-        {
-            let h = word
-                .to_lowercase()
-                .bytes()
-                .fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
-            v[(h % DIMS as u64) as usize] += 1.0;
-        }
-        v
-    }
-}
-
 #[tokio::test]
 async fn an_openai_compatible_server_embeds_and_search_survives_its_failures() {
     use std::sync::atomic::Ordering;
 
-    let fake = fake_server::start().await;
+    let fake = fake_embeddings::start().await;
     let base_url = fake.base_url.clone();
     let server = TestServer::start_with(|c| {
         c.embedding.base_url = Some(base_url);
@@ -412,7 +343,11 @@ async fn an_openai_compatible_server_embeds_and_search_survives_its_failures() {
     .await;
     let h = health(&server).await;
     assert_eq!(h["semanticSearch"]["enabled"], true, "{h}");
-    assert_eq!(h["semanticSearch"]["dimensions"], fake_server::DIMS, "{h}");
+    assert_eq!(
+        h["semanticSearch"]["dimensions"],
+        fake_embeddings::DIMS,
+        "{h}"
+    );
     assert!(
         h["semanticSearch"]["model"]
             .as_str()

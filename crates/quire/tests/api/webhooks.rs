@@ -1,174 +1,18 @@
 //! Webhooks over real HTTP: registration (admin only, validation, the SSRF guard), deliveries
-//! to a receiver on loopback that verifies each Standard Webhooks signature with its own
-//! HMAC, exact payloads, a receiver too slow to answer, delivery across a restart (once; again
-//! with the same `webhook-id` when the stopped server had claimed the event without logging an
-//! attempt), and a shutdown that waits for the deliveries in flight.
+//! to a receiver on loopback that verifies each Standard Webhooks signature with its own HMAC
+//! (`helpers::webhook_receiver`), exact payloads, a receiver too slow to answer, delivery
+//! across a restart (once; again with the same `webhook-id` when the stopped server had claimed
+//! the event without logging an attempt), and a shutdown that waits for the deliveries in
+//! flight.
 
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode as AxumStatus};
 use quire_core::{Permission, SourceScope};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
+use crate::helpers::webhook_receiver::Receiver;
 use crate::helpers::{TestServer, assert_error, body};
-
-/// What the receiver saw: verified deliveries (headers' id, the body) in arrival order.
-#[derive(Clone, Default)]
-pub(crate) struct Receiver {
-    pub(crate) secret: Arc<Mutex<String>>,
-    received: Arc<Mutex<Vec<(String, Value)>>>,
-    bad_signatures: Arc<Mutex<usize>>,
-    /// Requests that have arrived, answered or not.
-    arrived: Arc<Mutex<usize>>,
-    delay: Duration,
-}
-
-impl Receiver {
-    pub(crate) async fn start(delay: Duration) -> (Self, String) {
-        let receiver = Receiver {
-            delay,
-            ..Default::default()
-        };
-        let app = axum::Router::new()
-            .route("/hook", axum::routing::post(receive))
-            .with_state(receiver.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        (receiver, format!("http://{addr}/hook"))
-    }
-
-    pub(crate) fn received(&self) -> Vec<(String, Value)> {
-        self.received.lock().unwrap().clone()
-    }
-}
-
-async fn receive(State(receiver): State<Receiver>, headers: HeaderMap, body: String) -> AxumStatus {
-    *receiver.arrived.lock().unwrap() += 1;
-    tokio::time::sleep(receiver.delay).await;
-    let header = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_owned()
-    };
-    let (id, timestamp, signature) = (
-        header("webhook-id"),
-        header("webhook-timestamp"),
-        header("webhook-signature"),
-    );
-    let secret = receiver.secret.lock().unwrap().clone();
-    if !verify(&secret, &id, &timestamp, &body, &signature) {
-        *receiver.bad_signatures.lock().unwrap() += 1;
-        return AxumStatus::UNAUTHORIZED;
-    }
-    receiver
-        .received
-        .lock()
-        .unwrap()
-        .push((id, serde_json::from_str(&body).unwrap()));
-    AxumStatus::NO_CONTENT
-}
-
-/// Standard Webhooks verification, written here from the specification (not with the
-/// service's code): `v1,` + base64(HMAC-SHA256(base64-decoded secret after `whsec_`,
-/// "id.timestamp.body")), the timestamp within five minutes.
-fn verify(secret: &str, id: &str, timestamp: &str, body: &str, signature: &str) -> bool {
-    let Some(key) = secret.strip_prefix("whsec_").and_then(base64_decode) else {
-        return false;
-    };
-    let Ok(sent_at) = timestamp.parse::<i64>() else {
-        return false;
-    };
-    if (chrono::Utc::now().timestamp() - sent_at).abs() > 300 {
-        return false;
-    }
-    let expected = format!(
-        "v1,{}",
-        base64_encode(&hmac_sha256(
-            &key,
-            format!("{id}.{timestamp}.{body}").as_bytes()
-        ))
-    );
-    // Several signatures may be sent, separated by spaces.
-    signature.split(' ').any(|s| s == expected)
-}
-
-fn hmac_sha256(key: &[u8], message: &[u8]) -> Vec<u8> {
-    let mut block = [0u8; 64];
-    if key.len() > 64 {
-        block[..32].copy_from_slice(&Sha256::digest(key));
-    } else {
-        block[..key.len()].copy_from_slice(key);
-    }
-    let pad = |byte: u8| block.iter().map(|k| k ^ byte).collect::<Vec<u8>>();
-    let inner = Sha256::new()
-        .chain_update(pad(0x36))
-        .chain_update(message)
-        .finalize();
-    Sha256::new()
-        .chain_update(pad(0x5c))
-        .chain_update(inner)
-        .finalize()
-        .to_vec()
-}
-
-const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-fn base64_encode(bytes: &[u8]) -> String {
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-fn base64_decode(text: &str) -> Option<Vec<u8>> {
-    let mut bits = 0u32;
-    let mut count = 0;
-    let mut out = Vec::new();
-    for c in text.bytes().filter(|c| *c != b'=') {
-        let value = ALPHABET.iter().position(|a| *a == c)? as u32;
-        bits = (bits << 6) | value;
-        count += 6;
-        if count >= 8 {
-            count -= 8;
-            out.push((bits >> count) as u8);
-            bits &= (1 << count) - 1;
-        }
-    }
-    Some(out)
-}
-
-#[test]
-fn the_test_verifier_accepts_the_specifications_example() {
-    // The Standard Webhooks reference vector.
-    let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
-    let key = base64_decode(&secret[6..]).unwrap();
-    let signed = hmac_sha256(
-        &key,
-        b"msg_p5jXN8AQM9LWM0D4loKWxJek.1614265330.{\"test\": 2432232314}",
-    );
-    assert_eq!(
-        base64_encode(&signed),
-        "g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
-    );
-}
 
 async fn register(server: &TestServer, key: &str, url: &str, events: Value) -> reqwest::Response {
     server
@@ -336,7 +180,7 @@ async fn ready_and_failed_documents_are_announced_with_exact_signed_payloads() {
         receiver.received().len() == 2
     })
     .await;
-    assert_eq!(*receiver.bad_signatures.lock().unwrap(), 0);
+    assert_eq!(receiver.bad_signatures(), 0);
 
     let received = receiver.received();
     let by_event = |name: &str| {
@@ -520,10 +364,11 @@ async fn an_event_written_before_a_restart_is_delivered_once_after_it() {
     assert_eq!(event["data"]["piiTypes"], json!(["person_name"]));
     assert_eq!(event["data"]["documentName"], "cv.md");
 
-    // Another restart does not send it again.
+    // Another restart does not send it again: once the restarted server has nothing left to
+    // deliver, the receiver still has the one delivery.
     let (data_dir, clock) = server.stop().await;
-    let _server = TestServer::start_in(data_dir, clock, allowing_private).await;
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    let server = TestServer::start_in(data_dir, clock, allowing_private).await;
+    server.drain().await;
     assert_eq!(receiver.received().len(), 1);
 }
 
@@ -616,7 +461,7 @@ async fn a_normal_shutdown_waits_for_the_deliveries_in_flight() {
         .await;
     server.wait_for_status(&admin, &source, &doc, "ready").await;
     wait_for("the request to arrive", Duration::from_secs(10), || {
-        *receiver.arrived.lock().unwrap() == 1
+        receiver.arrived() == 1
     })
     .await;
     assert!(receiver.received().is_empty(), "still being answered");
@@ -740,23 +585,18 @@ async fn a_scoped_admin_key_registers_and_sees_only_webhooks_of_its_sources() {
         .upload_ok(&root, &a, "a.md", b"# A\nAlpha text.")
         .await;
     server.wait_for_status(&root, &a, &in_a, "ready").await;
-    wait_for(
-        "both events at the unscoped receiver",
-        Duration::from_secs(10),
-        || hears_all.received().len() == 2,
-    )
-    .await;
-    wait_for("A's event at A's receiver", Duration::from_secs(10), || {
-        !hears_a.received().is_empty()
-    })
-    .await;
-    // B's event was written before A's and the outbox is sent in order, so had B's event been
-    // queued for A's webhook it would have arrived first.
+    // Once every event has been delivered, the unscoped receiver has both and A's only A's.
+    server.drain().await;
+    assert_eq!(
+        hears_all.received().len(),
+        2,
+        "both events at the unscoped receiver"
+    );
     let heard: Vec<Value> = hears_a
         .received()
         .into_iter()
         .map(|(_, b)| b["data"]["documentId"].clone())
         .collect();
     assert_eq!(heard, [json!(in_a)], "B's event never reaches A's webhook");
-    assert_eq!(*hears_a.bad_signatures.lock().unwrap(), 0);
+    assert_eq!(hears_a.bad_signatures(), 0);
 }

@@ -17,6 +17,7 @@ use super::Target::{self, InA, InB, Missing, NoId};
 use super::world::mask_ids;
 use super::{Caller, QUERY, World, callers};
 use super::{DOCUMENT_TARGETS, QUESTION_TARGETS, SEARCH_TARGETS};
+use crate::helpers::sse::json_rpc_answer;
 
 /// Every tool, and the two resource methods.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -155,23 +156,12 @@ fn request(world: &mut World, caller: Caller, call: Call, target: Target) -> (&'
     }
 }
 
-/// The JSON-RPC answer in a body that is JSON or a stream of events.
-fn rpc_answer(text: &str) -> Option<Value> {
-    if let Ok(value) = serde_json::from_str::<Value>(text) {
-        return Some(value);
-    }
-    text.lines()
-        .filter_map(|line| line.strip_prefix("data:"))
-        .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
-        .find(|message| message.get("result").is_some() || message.get("error").is_some())
-}
-
 /// The outcome of an answer, and its message with ids masked (for "answered alike").
 fn outcome(status: StatusCode, text: &str) -> (Outcome, String) {
     if status != StatusCode::OK {
         return (Outcome::Http(status), String::new());
     }
-    let Some(answer) = rpc_answer(text) else {
+    let Some(answer) = json_rpc_answer(text) else {
         return (
             Outcome::Http(status),
             format!("no JSON-RPC answer in {text}"),

@@ -14,9 +14,8 @@ use serde_json::{Value, json};
 
 use super::Target::*;
 use super::{Caller, Case, Expected, Op, QUERY, Reach, Target, admin_routes, callers};
-use crate::helpers::{TestServer, body, source_id};
+use crate::helpers::{TestServer, body, fake_embeddings, source_id};
 use crate::review::CV;
-use crate::semantic::fake_server;
 
 /// A request as sent, for reports and for telling echoed ids from leaked ones.
 pub(super) struct Sent {
@@ -160,7 +159,7 @@ pub(super) struct World {
 
 impl World {
     pub(super) async fn build(cases: &[Case]) -> Self {
-        let fake = fake_server::start().await;
+        let fake = fake_embeddings::start().await;
         let server = TestServer::start_with(|c| {
             c.embedding.base_url = Some(fake.base_url.clone());
             c.embedding.model = Some("bag-of-words".into());

@@ -1,18 +1,18 @@
-//! The in-database alternatives to cluster mode's node-local indexes, kept here so that every
-//! statement stays in this crate: vectors searched with pgvector ([`PgVectorTable`]) and the
-//! store's own chunks ranked by PostgreSQL's full-text search ([`FullTextIndex`]). The product
-//! uses neither; `quire bench vectors --pgvector` and `quire bench cluster --qrels` measure
-//! them beside what the nodes do (`docs/cluster.md` has the figures and the choice).
+//! The in-database alternatives to cluster mode's node-local indexes: vectors searched with
+//! pgvector ([`PgVectorTable`]) and a store's own chunks ranked by PostgreSQL's full-text
+//! search ([`FullTextIndex`]). The product uses neither, so they live with the benches that
+//! measure them beside what the nodes do, `quire bench vectors --pgvector` and
+//! `quire bench cluster --qrels` (`docs/cluster.md` has the figures and the choice).
 
 use std::fmt::Write as _;
 
+use anyhow::{Context, anyhow};
+use quire_store::StoreLocation;
 use sqlx::{Connection, Executor, PgConnection, Row};
-
-use crate::{StoreError, StoreResult};
 
 /// A vector column of a [`PgVectorTable`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum VectorColumn {
+pub(crate) enum VectorColumn {
     /// `vector(dims)`: single precision.
     Vector,
     /// `halfvec(dims)`: half precision, generated from the `vector` column.
@@ -21,7 +21,7 @@ pub enum VectorColumn {
 
 impl VectorColumn {
     /// The column's name in the table.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Vector => "embedding",
             Self::Halfvec => "half",
@@ -38,7 +38,7 @@ impl VectorColumn {
 
 /// How a search through a [`PgVectorTable`] is asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum VectorPath {
+pub(crate) enum VectorPath {
     /// The HNSW walk with the scope applied to what it returns (written so the btree cannot
     /// serve the filter, sequential scans off): pgvector's filter trap.
     Hnsw,
@@ -53,25 +53,25 @@ pub enum VectorPath {
 /// What [`PgVectorTable::describe`] reports: versions, settings and sizes, as PostgreSQL
 /// prints them.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PgVectorFacts {
+pub(crate) struct PgVectorFacts {
     /// `server_version`.
-    pub server_version: String,
+    pub(crate) server_version: String,
     /// The `vector` extension's version.
-    pub pgvector_version: String,
+    pub(crate) pgvector_version: String,
     /// `shared_buffers`: whether table and indexes fit PostgreSQL's own cache.
-    pub shared_buffers: String,
+    pub(crate) shared_buffers: String,
     /// The table, both vector columns included.
-    pub table_size: String,
+    pub(crate) table_size: String,
     /// The HNSW index of the `vector` column (empty before it is built).
-    pub vector_index_size: String,
+    pub(crate) vector_index_size: String,
     /// The HNSW index of the `halfvec` column (empty before it is built).
-    pub halfvec_index_size: String,
+    pub(crate) halfvec_index_size: String,
 }
 
 /// A scratch table of numbered vectors in pgvector: `(number, ordinal, source)` and the vector
 /// in both columns. Dropped by [`PgVectorTable::drop_table`].
 #[derive(Debug)]
-pub struct PgVectorTable {
+pub(crate) struct PgVectorTable {
     db: PgConnection,
     table: String,
     dims: usize,
@@ -79,16 +79,12 @@ pub struct PgVectorTable {
 
 impl PgVectorTable {
     /// Makes the extension (if missing) and an empty table of its own on `url`.
-    pub async fn create(url: &str, dims: usize) -> StoreResult<Self> {
-        let mut db = PgConnection::connect(url)
-            .await
-            .map_err(|e| StoreError::Open(format!("{}: {e}", redact(url))))?;
+    pub(crate) async fn create(url: &str, dims: usize) -> anyhow::Result<Self> {
+        let mut db = connect(url).await?;
         db.execute("CREATE EXTENSION IF NOT EXISTS vector")
             .await
             .map_err(|e| {
-                StoreError::Invalid(format!(
-                    "the server has no pgvector extension (CREATE EXTENSION vector: {e})"
-                ))
+                anyhow!("the server has no pgvector extension (CREATE EXTENSION vector: {e})")
             })?;
         let table = format!("quire_bench_vectors_{}", uuid::Uuid::new_v4().simple());
         db.execute(
@@ -104,15 +100,15 @@ impl PgVectorTable {
     }
 
     /// Appends `rows` of `(number, ordinal, source, vector)` with one `COPY … FROM STDIN`.
-    pub async fn copy(&mut self, rows: &[(i32, i32, i32, Vec<f32>)]) -> StoreResult<()> {
+    pub(crate) async fn copy(&mut self, rows: &[(i32, i32, i32, Vec<f32>)]) -> anyhow::Result<()> {
         let mut text = String::new();
         for (number, ordinal, source, vector) in rows {
             if vector.len() != self.dims {
-                return Err(StoreError::Invalid(format!(
+                anyhow::bail!(
                     "a vector of {} values in a table of {}",
                     vector.len(),
                     self.dims
-                )));
+                );
             }
             let _ = write!(text, "{number}\t{ordinal}\t{source}\t");
             write_vector(&mut text, vector);
@@ -131,7 +127,7 @@ impl PgVectorTable {
     }
 
     /// Builds the btree on the source.
-    pub async fn index_sources(&mut self) -> StoreResult<()> {
+    pub(crate) async fn index_sources(&mut self) -> anyhow::Result<()> {
         let statement = format!("CREATE INDEX ON {} (source)", self.table);
         self.db.execute(statement.as_str()).await?;
         Ok(())
@@ -140,12 +136,12 @@ impl PgVectorTable {
     /// Builds the HNSW index (cosine) of `column` with `m` and `ef_construction`, with room
     /// for the whole graph in memory and one helper besides the leader (pgvector's advice for
     /// a fast build on two cores).
-    pub async fn index_column(
+    pub(crate) async fn index_column(
         &mut self,
         column: VectorColumn,
         m: usize,
         ef_construction: usize,
-    ) -> StoreResult<()> {
+    ) -> anyhow::Result<()> {
         self.db.execute("SET maintenance_work_mem = '4GB'").await?;
         self.db
             .execute("SET max_parallel_maintenance_workers = 1")
@@ -161,7 +157,7 @@ impl PgVectorTable {
     }
 
     /// Refreshes the planner's statistics, once the rows and indexes are in.
-    pub async fn analyze(&mut self) -> StoreResult<()> {
+    pub(crate) async fn analyze(&mut self) -> anyhow::Result<()> {
         let statement = format!("ANALYZE {}", self.table);
         self.db.execute(statement.as_str()).await?;
         Ok(())
@@ -169,7 +165,7 @@ impl PgVectorTable {
 
     /// The server's and the extension's versions, its buffer cache, and what the table and
     /// its HNSW indexes take on disk.
-    pub async fn describe(&mut self) -> StoreResult<PgVectorFacts> {
+    pub(crate) async fn describe(&mut self) -> anyhow::Result<PgVectorFacts> {
         let table = &self.table;
         let row = sqlx::query(&format!(
             "SELECT current_setting('server_version'), \
@@ -196,7 +192,7 @@ impl PgVectorTable {
     }
 
     /// Reads the whole table once, so that later searches find it in the buffer cache.
-    pub async fn read_through(&mut self) -> StoreResult<()> {
+    pub(crate) async fn read_through(&mut self) -> anyhow::Result<()> {
         sqlx::query(&format!("SELECT count(*) FROM {}", self.table))
             .execute(&mut self.db)
             .await?;
@@ -205,7 +201,11 @@ impl PgVectorTable {
 
     /// Sets the session up for searches through `path` with `ef_search` (pgvector's default
     /// where the path takes no setting).
-    pub async fn prepare(&mut self, path: VectorPath, ef_search: usize) -> StoreResult<()> {
+    pub(crate) async fn prepare(
+        &mut self,
+        path: VectorPath,
+        ef_search: usize,
+    ) -> anyhow::Result<()> {
         let defaults = "RESET hnsw.ef_search; RESET hnsw.iterative_scan; RESET enable_seqscan; \
                         RESET enable_bitmapscan;";
         let settings = match path {
@@ -225,14 +225,14 @@ impl PgVectorTable {
 
     /// The `k` rows nearest to `query` in `column` among the sources numbered below
     /// `sources`, through `path` (after [`Self::prepare`]): `(number, ordinal)`, best first.
-    pub async fn search(
+    pub(crate) async fn search(
         &mut self,
         path: VectorPath,
         column: VectorColumn,
         query: &[f32],
         sources: i32,
         k: usize,
-    ) -> StoreResult<Vec<(i32, i32)>> {
+    ) -> anyhow::Result<Vec<(i32, i32)>> {
         let (table, name, ty) = (&self.table, column.name(), column.type_name());
         let statement = match path {
             // `source + 0` keeps the btree out of the plan: the walk must find the scope.
@@ -260,7 +260,7 @@ impl PgVectorTable {
     }
 
     /// Drops the table and closes the connection.
-    pub async fn drop_table(mut self) -> StoreResult<()> {
+    pub(crate) async fn drop_table(mut self) -> anyhow::Result<()> {
         let statement = format!("DROP TABLE IF EXISTS {}", self.table);
         self.db.execute(statement.as_str()).await?;
         self.db.close().await?;
@@ -288,7 +288,7 @@ fn write_vector(out: &mut String, vector: &[f32]) {
 /// `ts_rank_cd`. It changes the `chunks` table: for a store no node serves any more (a bench's
 /// throw-away schema), never for one in use.
 #[derive(Debug)]
-pub struct FullTextIndex {
+pub(crate) struct FullTextIndex {
     db: PgConnection,
 }
 
@@ -298,10 +298,8 @@ const FULL_TEXT_QUERY: &str =
 
 impl FullTextIndex {
     /// Adds the column and its index to the chunks of the store at `url`.
-    pub async fn build(url: &str) -> StoreResult<Self> {
-        let mut db = PgConnection::connect(url)
-            .await
-            .map_err(|e| StoreError::Open(format!("{}: {e}", redact(url))))?;
+    pub(crate) async fn build(url: &str) -> anyhow::Result<Self> {
+        let mut db = connect(url).await?;
         db.execute(
             "ALTER TABLE chunks ADD COLUMN full_text tsvector GENERATED ALWAYS AS \
              (to_tsvector('english', section || ' ' || content)) STORED",
@@ -315,7 +313,7 @@ impl FullTextIndex {
 
     /// The documents of the `limit` best-ranked chunks matching `query`, best first (a
     /// document once per matching chunk).
-    pub async fn search(&mut self, query: &str, limit: i64) -> StoreResult<Vec<String>> {
+    pub(crate) async fn search(&mut self, query: &str, limit: i64) -> anyhow::Result<Vec<String>> {
         Ok(sqlx::query_scalar(&format!(
             "WITH q AS (SELECT {FULL_TEXT_QUERY} AS q) \
              SELECT document_id::text FROM chunks, q WHERE full_text @@ q.q \
@@ -328,7 +326,7 @@ impl FullTextIndex {
     }
 
     /// How many chunks match `query` (what `ts_rank_cd` has to rank).
-    pub async fn matches(&mut self, query: &str) -> StoreResult<i64> {
+    pub(crate) async fn matches(&mut self, query: &str) -> anyhow::Result<i64> {
         Ok(sqlx::query_scalar(&format!(
             "SELECT count(*) FROM chunks WHERE full_text @@ {FULL_TEXT_QUERY}"
         ))
@@ -338,8 +336,14 @@ impl FullTextIndex {
     }
 }
 
-fn redact(url: &str) -> String {
-    crate::location::redact_password(url)
+/// One connection to `url`; an error names the server without its password.
+async fn connect(url: &str) -> anyhow::Result<PgConnection> {
+    PgConnection::connect(url).await.with_context(|| {
+        format!(
+            "could not open the database {}",
+            StoreLocation::Postgres(url.to_owned())
+        )
+    })
 }
 
 #[cfg(test)]
