@@ -4,10 +4,13 @@
 //! rebuilt from the stored passages: consecutive passages of one page and section repeat a few
 //! words of each other (the chunker's overlap), which are taken out again here.
 
-use quire_core::{ChunkDraft, DocumentId, DocumentRecord, DocumentStatus, SourceId, SourceScope};
-use quire_store::DocumentProgress;
+use quire_core::{
+    ChunkDraft, DocumentCursor, DocumentId, DocumentRecord, DocumentStatus, PageSize, SourceId,
+    SourceScope,
+};
+use quire_store::{DocumentPage, DocumentProgress};
 
-use crate::{Actor, AppError, Ledger, audit};
+use crate::{Actor, AppError, Ledger, Services, audit};
 
 /// The documents of `source`, newest first; [`AppError::NotFound`] alike for a missing source
 /// and one outside `scope`.
@@ -21,6 +24,54 @@ pub async fn list(
         .list_documents(scope, source)
         .await?
         .ok_or_else(|| AppError::NotFound(format!("data source {source} not found")))
+}
+
+/// A page of the documents of `source`, newest first (the order of [`list`]): at most `size`
+/// after `after`, with the cursor of the next page when more follow; [`AppError::NotFound`]
+/// as for [`list`].
+pub async fn list_page(
+    ledger: &Ledger,
+    scope: &SourceScope,
+    source: SourceId,
+    after: Option<DocumentCursor>,
+    size: PageSize,
+) -> Result<DocumentPage, AppError> {
+    ledger
+        .store()
+        .list_documents_page(scope, source, after, size)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("data source {source} not found")))
+}
+
+/// A document's original, opened for reading.
+#[derive(Debug)]
+pub struct Original {
+    /// The document (its name and content type describe the bytes).
+    pub document: DocumentRecord,
+    /// The bytes, as uploaded.
+    pub file: tokio::fs::File,
+}
+
+/// The original bytes of document `id` of `source` in `scope`, as uploaded;
+/// [`AppError::NotFound`] alike for a missing document, one outside `scope`, and one whose
+/// original is gone (deleted meanwhile).
+pub async fn original(
+    services: &Services,
+    scope: &SourceScope,
+    source: SourceId,
+    id: DocumentId,
+) -> Result<Original, AppError> {
+    let document = services
+        .store
+        .get_document(scope, source, id)
+        .await?
+        .ok_or_else(|| not_found(id))?;
+    let file = services
+        .ingest
+        .open_original(id)
+        .await?
+        .ok_or_else(|| not_found(id))?;
+    Ok(Original { document, file })
 }
 
 /// Document `id` of `source` in `scope`, with its progress while it is being processed.

@@ -2,6 +2,6 @@
 //! depend on the store.
 
 pub use quire_store::{
-    AdminSession, AuditEntry, Created, DeliveryAttempt, DocumentProgress, ProcessingStage,
-    RateBucket, ReviewDecision, ReviewRecord, WebhookRecord,
+    AdminSession, AuditEntry, Created, DeliveryAttempt, DocumentPage, DocumentProgress,
+    ProcessingStage, RateBucket, ReviewDecision, ReviewRecord, WebhookRecord,
 };

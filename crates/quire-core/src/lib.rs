@@ -8,6 +8,7 @@ pub mod generate;
 pub mod ids;
 pub mod input;
 pub mod model;
+pub mod page;
 pub mod permission;
 pub mod scope;
 pub mod secret;
@@ -22,6 +23,7 @@ pub use model::{
     ApiKeyRecord, ChunkDraft, DocumentRecord, DocumentStatus, NewApiKey, NewDocument, NewSource,
     SourceRecord,
 };
+pub use page::{DocumentCursor, PageSize};
 pub use permission::Permission;
 pub use scope::SourceScope;
 pub use secret::Secret;

@@ -24,19 +24,19 @@ pub use sqlite::SqliteStore;
 pub use sqlx::Error as SqlxError;
 pub use types::{
     AdminSession, AuditEntry, ChunkVectors, ClaimedJob, ClusterNode, ConversationRecord, Created,
-    DecidedReview, DeliveryAttempt, DocumentHit, DocumentProgress, FinishOutcome, HeldDocument,
-    IndexChange, IndexChangeKind, MessageRecord, NewDeliveryAttempt, NewMessage, NewWebhook,
-    PendingDelivery, PoolStats, ProcessedDocument, ProcessingStage, QueueLimits, QueueRefusal,
-    QueueView, RateBucket, RateWindow, ReviewDecision, ReviewRecord, StoredChunk, TicketPlace,
-    WebhookRecord,
+    DecidedReview, DeliveryAttempt, DocumentHit, DocumentPage, DocumentProgress, FinishOutcome,
+    HeldDocument, IndexChange, IndexChangeKind, MessageRecord, NewDeliveryAttempt, NewMessage,
+    NewWebhook, PendingDelivery, PoolStats, ProcessedDocument, ProcessingStage, QueueLimits,
+    QueueRefusal, QueueView, RateBucket, RateWindow, ReviewDecision, ReviewRecord, StoredChunk,
+    TicketPlace, WebhookRecord,
 };
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use quire_core::{
-    ApiKeyRecord, ChunkDraft, ConversationId, DocumentId, DocumentRecord, DocumentStatus, KeyId,
-    NewApiKey, NewDocument, NewSource, SourceId, SourceRecord, SourceScope, WebhookEvent,
-    WebhookId,
+    ApiKeyRecord, ChunkDraft, ConversationId, DocumentCursor, DocumentId, DocumentRecord,
+    DocumentStatus, KeyId, NewApiKey, NewDocument, NewSource, PageSize, SourceId, SourceRecord,
+    SourceScope, WebhookEvent, WebhookId,
 };
 
 /// Result of a store call.
@@ -85,6 +85,16 @@ pub trait Store: Send + Sync + 'static {
         scope: &SourceScope,
         source: SourceId,
     ) -> StoreResult<Option<Vec<DocumentRecord>>>;
+    /// A page of the documents of one source (which must be in `scope`), newest first: at most
+    /// `size` of those after `after` (from the newest without it), with the cursor of the next
+    /// page when more follow. `None` when the source is missing or out of scope.
+    async fn list_documents_page(
+        &self,
+        scope: &SourceScope,
+        source: SourceId,
+        after: Option<DocumentCursor>,
+        size: PageSize,
+    ) -> StoreResult<Option<DocumentPage>>;
     /// One document of one source, if both exist and the source is in `scope`.
     async fn get_document(
         &self,

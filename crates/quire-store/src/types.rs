@@ -459,6 +459,15 @@ pub struct AuditEntry {
     pub detail: String,
 }
 
+/// A page of a source's documents, newest first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DocumentPage {
+    /// The documents of this page.
+    pub documents: Vec<quire_core::DocumentRecord>,
+    /// Where the next page starts, when more documents follow.
+    pub next: Option<quire_core::DocumentCursor>,
+}
+
 /// The step a document being processed is at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ProcessingStage {

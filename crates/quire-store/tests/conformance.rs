@@ -45,6 +45,7 @@ conformance! {
             chunks_are_read_back_by_key_and_by_document,
             the_same_bytes_are_one_document_per_source,
             a_bulk_of_documents_is_created_in_order_all_or_none,
+            documents_are_listed_page_by_page_in_the_full_lists_order,
         ],
         jobs: [
             jobs_are_leased_finished_and_resumed,

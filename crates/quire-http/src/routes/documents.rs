@@ -1,10 +1,15 @@
-//! `GET /api/v1/sources/{id}/documents`, and `GET`/`DELETE` of one document.
+//! `GET /api/v1/sources/{id}/documents` (whole, or page by page), and `GET`/`DELETE` of one
+//! document and the download of its original.
 
 use axum::Json;
-use axum::extract::State;
-use axum::http::StatusCode;
+use axum::body::Body;
+use axum::extract::{Query, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use quire_app::documents;
+use tokio_util::io::ReaderStream;
 
+use super::paging::{PageQuery, next_link};
 use super::{DocumentPath, SourcePath};
 use crate::auth::{Read, ReadWrite, Require};
 use crate::error::ErrorBody;
@@ -12,20 +17,106 @@ use crate::extract::ApiPath;
 use crate::wire::DocumentJson;
 use crate::{ApiError, AppState};
 
-/// The documents of a source, newest first.
-#[utoipa::path(get, path = "/api/v1/sources/{id}/documents", tag = "documents", params(SourcePath),
+/// The documents of a source, newest first: all of them, or with `limit` one page and a
+/// `Link` header to the next.
+#[utoipa::path(get, path = "/api/v1/sources/{id}/documents", tag = "documents",
+    params(SourcePath, PageQuery),
     responses(
-        (status = 200, description = "Its documents", body = [DocumentJson]),
-        (status = 400, description = "The id is not a UUID", body = ErrorBody),
+        (status = 200, description = "Its documents (one page of them with `limit`)", body = [DocumentJson],
+            headers(("Link" = String, description = "`<…>; rel=\"next\"`: the next page, when `limit` was given and more follow"))),
+        (status = 400, description = "The id is not a UUID, or `limit` or `cursor` is malformed", body = ErrorBody),
         (status = 404, description = "No such source in the key's scope", body = ErrorBody),
     ))]
 pub(super) async fn list(
     State(state): State<AppState>,
     Require(caller, _): Require<Read>,
     ApiPath(SourcePath { id }): ApiPath<SourcePath>,
-) -> Result<Json<Vec<DocumentJson>>, ApiError> {
-    let documents = documents::list(&state, caller.scope(), id).await?;
-    Ok(Json(documents.iter().map(DocumentJson::from).collect()))
+    Query(query): Query<PageQuery>,
+) -> Result<Response, ApiError> {
+    let Some(request) = query.parse()? else {
+        let documents = documents::list(&state, caller.scope(), id).await?;
+        let all: Vec<DocumentJson> = documents.iter().map(DocumentJson::from).collect();
+        return Ok(Json(all).into_response());
+    };
+    let page =
+        documents::list_page(&state, caller.scope(), id, request.after, request.size).await?;
+    let body: Vec<DocumentJson> = page.documents.iter().map(DocumentJson::from).collect();
+    let path = format!("/api/v1/sources/{id}/documents");
+    Ok(match next_link(&path, request, &page) {
+        Some(link) => ([link], Json(body)).into_response(),
+        None => Json(body).into_response(),
+    })
+}
+
+/// The document's original, as uploaded, with its content type and file name.
+#[utoipa::path(get, path = "/api/v1/sources/{id}/documents/{doc_id}/original", tag = "documents",
+    params(DocumentPath),
+    responses(
+        (status = 200, description = "The original bytes, with the document's content type and an attachment `Content-Disposition` naming its file",
+            content_type = "*/*", body = Vec<u8>),
+        (status = 400, description = "An id is not a UUID", body = ErrorBody),
+        (status = 404, description = "No such document in this source and the key's scope", body = ErrorBody),
+    ))]
+pub(super) async fn original(
+    State(state): State<AppState>,
+    Require(caller, _): Require<Read>,
+    ApiPath(DocumentPath { id, doc_id }): ApiPath<DocumentPath>,
+) -> Result<Response, ApiError> {
+    let original = documents::original(&state, caller.scope(), id, doc_id).await?;
+    let length = original
+        .file
+        .metadata()
+        .await
+        .map_err(|e| ApiError::internal(&e))?
+        .len();
+    let document = &original.document;
+    let content_type = HeaderValue::from_str(&document.content_type)
+        .unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream"));
+    let mut response = Body::from_stream(ReaderStream::new(original.file)).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, content_type);
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+    headers.insert(
+        header::CONTENT_DISPOSITION,
+        content_disposition(&document.name),
+    );
+    // Uploaded bytes are the uploader's: never sniffed or run as a page of the API's origin.
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("sandbox; default-src 'none'"),
+    );
+    Ok(response)
+}
+
+/// `attachment` with the file name twice: an ASCII stand-in for old clients, and the exact
+/// name in RFC 8187's `filename*` (UTF-8, percent-encoded).
+fn content_disposition(name: &str) -> HeaderValue {
+    let fallback: String = name
+        .chars()
+        .map(|c| {
+            if (c.is_ascii_graphic() && c != '"' && c != '\\') || c == ' ' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let mut encoded = String::new();
+    for byte in name.bytes() {
+        if byte.is_ascii_alphanumeric() || b"!#$&+-.^_`|~".contains(&byte) {
+            encoded.push(char::from(byte));
+        } else {
+            encoded.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    HeaderValue::from_str(&format!(
+        "attachment; filename=\"{fallback}\"; filename*=UTF-8''{encoded}"
+    ))
+    .unwrap_or_else(|_| HeaderValue::from_static("attachment"))
 }
 
 /// One document: poll it to follow processing.
@@ -63,4 +154,25 @@ pub(super) async fn delete(
 ) -> Result<StatusCode, ApiError> {
     documents::delete(&state, &caller.actor(), id, doc_id).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_are_given_twice_and_never_break_the_header() {
+        let value = content_disposition("Résumé \"final\".pdf");
+        assert_eq!(
+            value.to_str().unwrap(),
+            "attachment; filename=\"R_sum_ _final_.pdf\"; \
+             filename*=UTF-8''R%C3%A9sum%C3%A9%20%22final%22.pdf"
+        );
+        let plain = content_disposition("report.pdf");
+        assert_eq!(
+            plain.to_str().unwrap(),
+            "attachment; filename=\"report.pdf\"; filename*=UTF-8''report.pdf"
+        );
+        assert!(content_disposition("a\r\nSet-Cookie: x").to_str().is_ok());
+    }
 }

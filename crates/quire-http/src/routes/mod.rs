@@ -5,6 +5,7 @@ mod documents;
 mod generate;
 mod health;
 mod openapi;
+mod paging;
 mod reviews;
 mod search;
 mod sources;
@@ -71,6 +72,10 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/sources/{id}/documents/{doc_id}",
             get(documents::get).delete(documents::delete),
+        )
+        .route(
+            "/sources/{id}/documents/{doc_id}/original",
+            get(documents::original),
         )
         .route(
             "/search",

@@ -1,14 +1,16 @@
 //! `GET/POST /api/v1/sources` and `GET /api/v1/sources/{id}`.
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use quire_app::sources::{self, SourceSpec};
 use quire_core::{SourceDescription, SourceName, SourceType};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::SourcePath;
+use super::paging::{PageQuery, next_link};
 use crate::auth::{Read, ReadWrite, Require};
 use crate::error::ErrorBody;
 use crate::extract::{ApiJson, ApiPath};
@@ -94,18 +96,34 @@ pub(super) async fn create(
     ))
 }
 
-/// One source with its documents.
-#[utoipa::path(get, path = "/api/v1/sources/{id}", tag = "sources", params(SourcePath),
+/// One source with its documents: all of them, or with `limit` one page and a `Link` header
+/// to the next.
+#[utoipa::path(get, path = "/api/v1/sources/{id}", tag = "sources", params(SourcePath, PageQuery),
     responses(
-        (status = 200, description = "The source and its documents, newest first", body = SourceDetailJson),
-        (status = 400, description = "The id is not a UUID", body = ErrorBody),
+        (status = 200, description = "The source and its documents (one page of them with `limit`), newest first", body = SourceDetailJson,
+            headers(("Link" = String, description = "`<…>; rel=\"next\"`: the next page of documents, when `limit` was given and more follow"))),
+        (status = 400, description = "The id is not a UUID, or `limit` or `cursor` is malformed", body = ErrorBody),
         (status = 404, description = "No such source in the key's scope", body = ErrorBody),
     ))]
 pub(super) async fn get(
     State(state): State<AppState>,
     Require(caller, _): Require<Read>,
     ApiPath(SourcePath { id }): ApiPath<SourcePath>,
-) -> Result<Json<SourceDetailJson>, ApiError> {
-    let (source, documents) = sources::get_with_documents(&state, caller.scope(), id).await?;
-    Ok(Json(SourceDetailJson::new(&source, &documents)))
+    Query(query): Query<PageQuery>,
+) -> Result<Response, ApiError> {
+    let Some(request) = query.parse()? else {
+        let (source, documents) = sources::get_with_documents(&state, caller.scope(), id).await?;
+        return Ok(Json(SourceDetailJson::new(&source, &documents)).into_response());
+    };
+    let source = sources::get(&state, caller.scope(), id).await?;
+    let page =
+        quire_app::documents::list_page(&state, caller.scope(), id, request.after, request.size)
+            .await?;
+    let body = Json(SourceDetailJson::new(&source, &page.documents));
+    Ok(
+        match next_link(&format!("/api/v1/sources/{id}"), request, &page) {
+            Some(link) => ([link], body).into_response(),
+            None => body.into_response(),
+        },
+    )
 }

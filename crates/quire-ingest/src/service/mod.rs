@@ -5,6 +5,7 @@
 
 mod intake;
 mod processing;
+mod reading;
 mod removal;
 
 use std::path::PathBuf;

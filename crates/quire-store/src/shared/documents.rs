@@ -2,13 +2,14 @@
 //! document can never exist without the work that will finish it.
 
 use quire_core::{
-    DocumentId, DocumentRecord, DocumentStatus, JobId, NewDocument, SourceId, SourceScope,
+    DocumentCursor, DocumentId, DocumentRecord, DocumentStatus, JobId, NewDocument, PageSize,
+    SourceId, SourceScope,
 };
 
 use super::records::{self, DOCUMENT_COLUMNS, DOCUMENT_COLUMNS_UNQUALIFIED};
 use super::sql::{Arg, Cells, Query, Sql};
 use super::{Backend, Conn};
-use crate::{Created, DocumentHit, StoreResult};
+use crate::{Created, DocumentHit, DocumentPage, StoreResult};
 
 /// Creates `docs` in order in one transaction (a write transaction costs SQLite far more than
 /// the two statements each document adds to it), with one wake-up for the workers.
@@ -116,6 +117,63 @@ pub(crate) async fn list<B: Backend>(
         .map(records::document)
         .collect::<StoreResult<Vec<_>>>()
         .map(Some)
+}
+
+/// [`crate::Store::list_documents_page`].
+pub(crate) async fn list_page<B: Backend>(
+    store: &B,
+    scope: &SourceScope,
+    source: SourceId,
+    after: Option<DocumentCursor>,
+    size: PageSize,
+) -> StoreResult<Option<DocumentPage>> {
+    let mut conn = store.read().await?;
+    if !scope.allows(source)
+        || !conn
+            .exists(Query::new("SELECT 1 FROM sources WHERE id = $1").bind(source))
+            .await?
+    {
+        return Ok(None);
+    }
+    // One row more than the page tells whether another page follows.
+    let wanted = i64::from(size.get()) + 1;
+    let query = match after {
+        None => Query::new(format!(
+            "SELECT {DOCUMENT_COLUMNS}, d.{seq} AS seq FROM documents d WHERE d.source_id = $1
+             ORDER BY d.created_at DESC, d.{seq} DESC LIMIT $2",
+            seq = B::SEQ
+        ))
+        .bind(source)
+        .bind(wanted),
+        Some(cursor) => Query::new(format!(
+            "SELECT {DOCUMENT_COLUMNS}, d.{seq} AS seq FROM documents d WHERE d.source_id = $1
+             AND (d.created_at < $2 OR (d.created_at = $3 AND d.{seq} < $4))
+             ORDER BY d.created_at DESC, d.{seq} DESC LIMIT $5",
+            seq = B::SEQ
+        ))
+        .bind(source)
+        .bind(cursor.created_at)
+        .bind(cursor.created_at)
+        .bind(cursor.seq)
+        .bind(wanted),
+    };
+    let rows = conn.fetch_all(query).await?;
+    let mut documents = Vec::with_capacity(rows.len());
+    let mut next = None;
+    for (i, row) in rows.iter().enumerate() {
+        if i as u32 == size.get() {
+            break;
+        }
+        let document = records::document(row)?;
+        if i + 1 == size.get() as usize && rows.len() > size.get() as usize {
+            next = Some(DocumentCursor {
+                created_at: document.created_at,
+                seq: row.int("seq")?,
+            });
+        }
+        documents.push(document);
+    }
+    Ok(Some(DocumentPage { documents, next }))
 }
 
 /// [`crate::Store::get_document`].

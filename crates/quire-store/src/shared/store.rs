@@ -6,9 +6,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use quire_core::{
-    ApiKeyRecord, ChunkDraft, ConversationId, DocumentId, DocumentRecord, DocumentStatus, KeyId,
-    NewApiKey, NewDocument, NewSource, SourceId, SourceRecord, SourceScope, WebhookEvent,
-    WebhookId,
+    ApiKeyRecord, ChunkDraft, ConversationId, DocumentCursor, DocumentId, DocumentRecord,
+    DocumentStatus, KeyId, NewApiKey, NewDocument, NewSource, PageSize, SourceId, SourceRecord,
+    SourceScope, WebhookEvent, WebhookId,
 };
 use uuid::Uuid;
 
@@ -18,10 +18,11 @@ use super::{
 };
 use crate::{
     AdminSession, AuditEntry, ChunkVectors, ClaimedJob, ClusterNode, ConversationRecord, Created,
-    DecidedReview, DeliveryAttempt, DocumentHit, DocumentProgress, FinishOutcome, HeldDocument,
-    IndexChange, MessageRecord, NewDeliveryAttempt, NewMessage, NewWebhook, PendingDelivery,
-    PoolStats, ProcessedDocument, QueueLimits, QueueRefusal, QueueView, RateWindow, ReviewDecision,
-    ReviewRecord, Store, StoreResult, StoredChunk, TicketPlace, WebhookRecord,
+    DecidedReview, DeliveryAttempt, DocumentHit, DocumentPage, DocumentProgress, FinishOutcome,
+    HeldDocument, IndexChange, MessageRecord, NewDeliveryAttempt, NewMessage, NewWebhook,
+    PendingDelivery, PoolStats, ProcessedDocument, QueueLimits, QueueRefusal, QueueView,
+    RateWindow, ReviewDecision, ReviewRecord, Store, StoreResult, StoredChunk, TicketPlace,
+    WebhookRecord,
 };
 
 #[async_trait]
@@ -56,6 +57,16 @@ impl<B: Backend> Store for B {
         source: SourceId,
     ) -> StoreResult<Option<Vec<DocumentRecord>>> {
         documents::list(self, scope, source).await
+    }
+
+    async fn list_documents_page(
+        &self,
+        scope: &SourceScope,
+        source: SourceId,
+        after: Option<DocumentCursor>,
+        size: PageSize,
+    ) -> StoreResult<Option<DocumentPage>> {
+        documents::list_page(self, scope, source, after, size).await
     }
 
     async fn get_document(

@@ -2,7 +2,7 @@
 //! bulk creation all or none.
 
 use chrono::Duration;
-use quire_core::{DocumentId, NewDocument, SourceId, SourceScope};
+use quire_core::{DocumentId, NewDocument, PageSize, SourceId, SourceScope};
 use quire_store::{Created, Store};
 
 use crate::fixtures::{chunks, document, source, t0};
@@ -302,4 +302,84 @@ pub(super) async fn a_bulk_of_documents_is_created_in_order_all_or_none(store: &
         .collect();
     assert!(!names.contains(&"dd.txt".to_owned()), "{names:?}");
     assert_eq!(store.pending_job_count().await.unwrap(), 3);
+}
+
+pub(super) async fn documents_are_listed_page_by_page_in_the_full_lists_order(store: &dyn Store) {
+    let src = source(store, "paged").await;
+    let other = source(store, "other").await;
+    // Five at the same instant (insertion order breaks the tie), three at later ones.
+    for i in 0..5 {
+        document(store, src, &format!("same-{i}.txt")).await;
+    }
+    for minutes in [3, 1, 2] {
+        let id = DocumentId::new();
+        store
+            .create_document(NewDocument {
+                id,
+                source_id: src,
+                name: format!("later-{minutes}.txt"),
+                content_type: "text/plain".into(),
+                size: 3,
+                sha256: id.as_uuid().simple().to_string().repeat(2),
+                created_at: t0() + Duration::minutes(minutes),
+            })
+            .await
+            .unwrap();
+    }
+    let full: Vec<DocumentId> = store
+        .list_documents(&SourceScope::All, src)
+        .await
+        .unwrap()
+        .unwrap()
+        .iter()
+        .map(|d| d.id)
+        .collect();
+    assert_eq!(full.len(), 8);
+
+    let size = PageSize::parse("3").unwrap();
+    let mut paged = Vec::new();
+    let mut after = None;
+    let mut pages = 0;
+    loop {
+        let page = store
+            .list_documents_page(&SourceScope::All, src, after, size)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(page.documents.len() <= 3);
+        paged.extend(page.documents.iter().map(|d| d.id));
+        pages += 1;
+        match page.next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(pages, 3);
+    assert_eq!(paged, full, "pages join into the full list, in its order");
+
+    // A page that ends exactly at the last document says no more follow.
+    let whole = store
+        .list_documents_page(&SourceScope::All, src, None, PageSize::parse("8").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(whole.documents.len(), 8);
+    assert!(whole.next.is_none());
+
+    // Scope and existence as for the full list.
+    let outside = SourceScope::only([other]);
+    assert!(
+        store
+            .list_documents_page(&outside, src, None, size)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        store
+            .list_documents_page(&SourceScope::All, SourceId::new(), None, size)
+            .await
+            .unwrap()
+            .is_none()
+    );
 }

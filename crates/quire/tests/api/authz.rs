@@ -170,6 +170,7 @@ enum Op {
     Upload,
     UploadBulk,
     GetDocument,
+    GetOriginal,
     DeleteDocument,
     Search,
     Generate,
@@ -187,7 +188,7 @@ enum Op {
     OpenApi,
 }
 
-const OPS: [Op; 22] = [
+const OPS: [Op; 23] = [
     Op::ListSources,
     Op::CreateSource,
     Op::GetSource,
@@ -195,6 +196,7 @@ const OPS: [Op; 22] = [
     Op::Upload,
     Op::UploadBulk,
     Op::GetDocument,
+    Op::GetOriginal,
     Op::DeleteDocument,
     Op::Search,
     Op::Generate,
@@ -223,6 +225,7 @@ impl Op {
             Op::Upload => ("post", "/api/v1/sources/{id}/documents/upload"),
             Op::UploadBulk => ("post", "/api/v1/sources/{id}/documents/upload-bulk"),
             Op::GetDocument => ("get", "/api/v1/sources/{id}/documents/{doc_id}"),
+            Op::GetOriginal => ("get", "/api/v1/sources/{id}/documents/{doc_id}/original"),
             Op::DeleteDocument => ("delete", "/api/v1/sources/{id}/documents/{doc_id}"),
             Op::Search => ("post", "/api/v1/search"),
             Op::Generate => ("post", "/api/v1/generate"),
@@ -250,7 +253,7 @@ impl Op {
             | Op::Version
             | Op::OpenApi => &[NoId],
             Op::GetSource | Op::ListDocuments | Op::Upload | Op::UploadBulk => &[InA, InB, Missing],
-            Op::GetDocument | Op::DeleteDocument => DOCUMENT_TARGETS,
+            Op::GetDocument | Op::GetOriginal | Op::DeleteDocument => DOCUMENT_TARGETS,
             Op::Search | Op::CreateWebhook => SEARCH_TARGETS,
             // `generate` takes sources and a conversation.
             Op::Generate => QUESTION_TARGETS,
@@ -263,9 +266,11 @@ impl Op {
     fn needs(self) -> Option<Permission> {
         match self {
             Op::Version | Op::OpenApi => None,
-            Op::ListSources | Op::GetSource | Op::ListDocuments | Op::GetDocument => {
-                Some(Permission::Read)
-            }
+            Op::ListSources
+            | Op::GetSource
+            | Op::ListDocuments
+            | Op::GetDocument
+            | Op::GetOriginal => Some(Permission::Read),
             Op::Search | Op::Generate => Some(Permission::Read),
             Op::CreateSource | Op::Upload | Op::UploadBulk | Op::DeleteDocument => {
                 Some(Permission::ReadWrite)

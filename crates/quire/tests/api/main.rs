@@ -22,6 +22,7 @@ mod formats;
 mod generate;
 mod helpers;
 mod isolation;
+mod listing;
 mod mcp;
 mod metrics;
 mod model_fetch;

@@ -508,18 +508,26 @@ impl World {
                     ),
                 )
             }
-            Op::GetDocument | Op::DeleteDocument => {
+            Op::GetDocument | Op::GetOriginal | Op::DeleteDocument => {
                 let (source, doc) = if fresh {
                     (self.source_of(target), self.fresh_document(target).await)
                 } else {
                     self.document(target)
                 };
-                let method = if op == Op::GetDocument {
-                    Method::GET
-                } else {
-                    Method::DELETE
-                };
-                (method, format!("/api/v1/sources/{source}/documents/{doc}"))
+                match op {
+                    Op::GetDocument => (
+                        Method::GET,
+                        format!("/api/v1/sources/{source}/documents/{doc}"),
+                    ),
+                    Op::GetOriginal => (
+                        Method::GET,
+                        format!("/api/v1/sources/{source}/documents/{doc}/original"),
+                    ),
+                    _ => (
+                        Method::DELETE,
+                        format!("/api/v1/sources/{source}/documents/{doc}"),
+                    ),
+                }
             }
             Op::Search | Op::Generate => {
                 let mut request = json!({"query": QUERY});
