@@ -121,6 +121,36 @@ pub async fn passages(ledger: &Ledger, id: DocumentId) -> Result<Vec<ChunkDraft>
     Ok(ledger.store().document_chunks(id).await?)
 }
 
+/// Changes the metadata of document `id` of `source` (in the actor's scope) by `patch`, a JSON
+/// merge patch (RFC 7396: `null` removes a key), without processing the document again, and
+/// records it in the audit log; the document as it now is. [`AppError::Invalid`] when the
+/// patch or the metadata it makes breaks the rules; [`AppError::NotFound`] as for [`get`].
+pub async fn patch_metadata(
+    ledger: &Ledger,
+    actor: &Actor,
+    source: SourceId,
+    id: DocumentId,
+    patch: &serde_json::Value,
+) -> Result<DocumentRecord, AppError> {
+    let document = ledger
+        .store()
+        .patch_document_metadata(actor.scope(), source, id, patch)
+        .await?
+        .ok_or_else(|| not_found(id))?;
+    let keys: Vec<&str> = patch
+        .as_object()
+        .map(|o| o.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    audit::record(
+        ledger,
+        actor,
+        "document.metadata_changed",
+        format!("{} ({}): {}", document.name, document.id, keys.join(", ")),
+    )
+    .await?;
+    Ok(document)
+}
+
 /// Deletes document `id` of `source` (in the actor's scope) with its passages, index entries,
 /// vectors and original, and records it in the audit log; returns the document as it was.
 pub async fn delete(

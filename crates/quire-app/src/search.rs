@@ -99,6 +99,19 @@ pub struct NamedRef {
     pub name: String,
 }
 
+/// The document a search result comes from.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = ResultDocument)]
+pub struct DocumentRef {
+    /// Identifier.
+    pub id: String,
+    /// Name.
+    pub name: String,
+    /// The document's metadata (`{}` when it has none).
+    #[schema(value_type = Object)]
+    pub metadata: quire_core::Metadata,
+}
+
 /// Where in its document a passage is.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct PassageLocation {
@@ -117,7 +130,7 @@ pub struct SearchResult {
     /// Relevance score (higher is better).
     pub score: f32,
     /// The document.
-    pub document: NamedRef,
+    pub document: DocumentRef,
     /// The document's source.
     pub data_source: NamedRef,
     /// Section and page.
@@ -460,9 +473,10 @@ async fn resolve_window(
             Some(SearchResult {
                 content,
                 score: r.score,
-                document: NamedRef {
+                document: DocumentRef {
                     id: doc.id.to_string(),
                     name: doc.name.clone(),
+                    metadata: doc.metadata.clone(),
                 },
                 data_source: NamedRef {
                     id: doc.source_id.to_string(),

@@ -116,6 +116,7 @@ where
         name,
         content_type,
         staged,
+        metadata: Default::default(),
     })
 }
 

@@ -4,9 +4,11 @@
 
 pub mod clock;
 pub mod embed;
+pub mod filter;
 pub mod generate;
 pub mod ids;
 pub mod input;
+pub mod metadata;
 pub mod model;
 pub mod page;
 pub mod permission;
@@ -15,10 +17,12 @@ pub mod secret;
 pub mod webhook;
 
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use filter::{Filter, FilterTarget};
 pub use ids::{
     ChunkId, ConversationId, DocumentId, EventId, JobId, KeyId, MessageId, SourceId, WebhookId,
 };
 pub use input::{InputError, SearchLimit, SearchQuery, SourceDescription, SourceName, SourceType};
+pub use metadata::{Metadata, MetadataValue};
 pub use model::{
     ApiKeyRecord, ChunkDraft, DocumentRecord, DocumentStatus, NewApiKey, NewDocument, NewSource,
     SourceRecord,

@@ -116,6 +116,8 @@ pub struct DocumentRecord {
     pub content_type: String,
     /// Hex SHA-256 of the original bytes.
     pub sha256: String,
+    /// What the caller says the document is (empty when none was given).
+    pub metadata: crate::Metadata,
     /// Upload time.
     pub created_at: DateTime<Utc>,
     /// Time of the last status change.
@@ -137,6 +139,8 @@ pub struct NewDocument {
     pub size: u64,
     /// Hex SHA-256.
     pub sha256: String,
+    /// The caller's metadata.
+    pub metadata: crate::Metadata,
     /// Upload time.
     pub created_at: DateTime<Utc>,
 }

@@ -200,6 +200,7 @@ pub(crate) async fn ingest_files(
             name: file.name,
             content_type: file.content_type,
             staged: staged.finish().await?,
+            metadata: Default::default(),
         };
         let document = match parts
             .ingest

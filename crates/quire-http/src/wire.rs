@@ -95,6 +95,10 @@ pub struct DocumentJson {
     content_type: String,
     /// SHA-256 of the original, hex.
     sha256: String,
+    /// What the uploader says the document is: keys and values (a string, a number, a
+    /// boolean or an array of strings); `{}` when none were given.
+    #[schema(value_type = Object)]
+    metadata: quire_core::Metadata,
     /// When it was uploaded.
     #[schema(format = DateTime)]
     created_at: String,
@@ -165,6 +169,7 @@ impl From<&DocumentRecord> for DocumentJson {
             size: d.size,
             content_type: d.content_type.clone(),
             sha256: d.sha256.clone(),
+            metadata: d.metadata.clone(),
             created_at: iso(d.created_at),
             updated_at: iso(d.updated_at),
             progress: None,

@@ -382,6 +382,7 @@ mod tests {
             size: 1,
             content_type: "text/plain".into(),
             sha256: String::new(),
+            metadata: Default::default(),
             created_at: chrono::Utc::now(),
             updated_at: chrono::Utc::now(),
         }

@@ -48,6 +48,7 @@ pub(crate) async fn claimed_document_at(
             content_type: "text/plain".into(),
             size: 1,
             sha256: format!("{n:064}"),
+            metadata: Default::default(),
             created_at: now,
         })
         .await

@@ -154,6 +154,7 @@ impl Fixture {
             name: name.into(),
             content_type: Some("text/plain".into()),
             staged: staged.finish().await.unwrap(),
+            metadata: Default::default(),
         };
         self.ingest
             .accept(&SourceScope::All, self.source, upload)

@@ -102,6 +102,10 @@ pub(crate) struct UploadArgs {
     text: Option<String>,
     /// The media type (`application/pdf`), when the extension does not say it.
     content_type: Option<String>,
+    /// What the document is, as a flat JSON object: keys of letters, digits, `_`, `-` and
+    /// `.` (at most 64 characters), values a string, a number, a boolean or an array of
+    /// strings (`{"department": "legal", "year": 2024}`).
+    metadata: Option<serde_json::Map<String, Value>>,
 }
 
 /// Turns a use case's outcome into a tool result: JSON on success, a refusal otherwise.
@@ -369,14 +373,21 @@ impl QuireMcp {
                 "`name` must be a file name with its extension, such as report.pdf".into(),
             ));
         }
+        let metadata = match &args.metadata {
+            Some(object) => quire_core::Metadata::from_json(&Value::Object(object.clone()))
+                .map_err(|e| AppError::Invalid(e.0))?,
+            None => quire_core::Metadata::default(),
+        };
         uploads::check_source(services, &key.scope, source).await?;
         let chunks = futures_util::stream::iter([Ok::<_, Infallible>(bytes)]);
-        let upload = uploads::receive_part(services, Some(&args.name), args.content_type, chunks)
-            .await
-            .map_err(|refused| match refused.into_app() {
-                Ok(refused) => refused,
-                Err(never) => match never {},
-            })?;
+        let mut upload =
+            uploads::receive_part(services, Some(&args.name), args.content_type, chunks)
+                .await
+                .map_err(|refused| match refused.into_app() {
+                    Ok(refused) => refused,
+                    Err(never) => match never {},
+                })?;
+        upload.metadata = metadata;
         let created = uploads::accept(services, &Actor::key(&key), source, upload).await?;
         let status = match created {
             Created::New(_) => "accepted",

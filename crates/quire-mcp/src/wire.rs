@@ -39,6 +39,8 @@ pub(crate) struct DocumentOut {
     chunk_count: u64,
     size: u64,
     content_type: String,
+    #[serde(skip_serializing_if = "quire_core::Metadata::is_empty")]
+    metadata: quire_core::Metadata,
     created_at: String,
     uri: String,
 }
@@ -55,6 +57,7 @@ impl From<&DocumentRecord> for DocumentOut {
             chunk_count: d.chunk_count,
             size: d.size,
             content_type: d.content_type.clone(),
+            metadata: d.metadata.clone(),
             created_at: d.created_at.to_rfc3339(),
             uri: crate::resources::uri(d.source_id, d.id),
         }

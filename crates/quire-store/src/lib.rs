@@ -102,6 +102,17 @@ pub trait Store: Send + Sync + 'static {
         source: SourceId,
         id: DocumentId,
     ) -> StoreResult<Option<DocumentRecord>>;
+    /// Changes the metadata of document `id` of `source` (in `scope`) by `patch`, a JSON merge
+    /// patch (RFC 7396), read, merged and written in one transaction so concurrent patches
+    /// all apply; the document as it now is. `None` when there is no such document;
+    /// [`StoreError::Invalid`] when the patch or its result breaks the metadata rules.
+    async fn patch_document_metadata(
+        &self,
+        scope: &SourceScope,
+        source: SourceId,
+        id: DocumentId,
+        patch: &serde_json::Value,
+    ) -> StoreResult<Option<DocumentRecord>>;
     /// A document by its id alone, in any source: for administrators, never for API keys
     /// (whose every read goes through a scope).
     async fn find_document(&self, id: DocumentId) -> StoreResult<Option<DocumentRecord>>;

@@ -131,6 +131,8 @@ pub struct DocumentHit {
     pub source_id: SourceId,
     /// Source name.
     pub source_name: String,
+    /// The document's metadata.
+    pub metadata: quire_core::Metadata,
 }
 
 /// A rate-limited operation; each has its own window per key.

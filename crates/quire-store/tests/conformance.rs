@@ -46,6 +46,7 @@ conformance! {
             the_same_bytes_are_one_document_per_source,
             a_bulk_of_documents_is_created_in_order_all_or_none,
             documents_are_listed_page_by_page_in_the_full_lists_order,
+            metadata_is_stored_and_merged_within_scope,
         ],
         jobs: [
             jobs_are_leased_finished_and_resumed,

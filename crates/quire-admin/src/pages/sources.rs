@@ -512,6 +512,16 @@ pub(crate) async fn document(
                     tr { th scope="row" { "Pages" } td { (doc.page_count) } }
                     tr { th scope="row" { "Error" } td { (doc.error.as_deref().unwrap_or("—")) } }
                     tr { th scope="row" { "Uploaded" } td { (time(doc.created_at)) } }
+                    tr {
+                        th scope="row" { "Metadata" }
+                        td {
+                            @if doc.metadata.is_empty() {
+                                "—"
+                            } @else {
+                                code { (doc.metadata.to_json()) }
+                            }
+                        }
+                    }
                 }
             }
         }

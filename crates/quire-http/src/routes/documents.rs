@@ -7,13 +7,15 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use quire_app::documents;
+use serde::Deserialize;
 use tokio_util::io::ReaderStream;
+use utoipa::ToSchema;
 
 use super::paging::{PageQuery, next_link};
 use super::{DocumentPath, SourcePath};
 use crate::auth::{Read, ReadWrite, Require};
 use crate::error::ErrorBody;
-use crate::extract::ApiPath;
+use crate::extract::{ApiJson, ApiPath};
 use crate::wire::DocumentJson;
 use crate::{ApiError, AppState};
 
@@ -46,6 +48,40 @@ pub(super) async fn list(
         Some(link) => ([link], Json(body)).into_response(),
         None => Json(body).into_response(),
     })
+}
+
+/// The body of `PATCH …/documents/{doc_id}`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub(super) struct DocumentPatch {
+    /// A JSON merge patch (RFC 7396) of the document's metadata: each key given replaces the
+    /// document's, a key set to `null` is removed, keys left out stay.
+    #[schema(value_type = Object, required = true)]
+    metadata: Option<serde_json::Value>,
+}
+
+/// Changes a document's metadata without processing it again; searches see the change at
+/// once. Needs `read-write`.
+#[utoipa::path(patch, path = "/api/v1/sources/{id}/documents/{doc_id}", tag = "documents",
+    params(DocumentPath), request_body = DocumentPatch,
+    responses(
+        (status = 200, description = "The document with its new metadata", body = DocumentJson),
+        (status = 400, description = "An id is not a UUID, malformed JSON, no `metadata`, or metadata that breaks the rules", body = ErrorBody),
+        (status = 403, description = "Permission too low", body = ErrorBody),
+        (status = 404, description = "No such document in this source and the key's scope", body = ErrorBody),
+        (status = 413, description = "Body over `limits.max_json_bytes`", body = ErrorBody),
+        (status = 415, description = "Not `application/json`", body = ErrorBody),
+    ))]
+pub(super) async fn patch(
+    State(state): State<AppState>,
+    Require(caller, _): Require<ReadWrite>,
+    ApiPath(DocumentPath { id, doc_id }): ApiPath<DocumentPath>,
+    ApiJson(body): ApiJson<DocumentPatch>,
+) -> Result<Json<DocumentJson>, ApiError> {
+    let patch = body
+        .metadata
+        .ok_or_else(|| ApiError::BadRequest("`metadata` is required".into()))?;
+    let document = documents::patch_metadata(&state, &caller.actor(), id, doc_id, &patch).await?;
+    Ok(Json(DocumentJson::from(&document)))
 }
 
 /// The document's original, as uploaded, with its content type and file name.

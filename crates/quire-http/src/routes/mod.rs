@@ -71,7 +71,9 @@ pub fn router(state: AppState) -> Router {
         )
         .route(
             "/sources/{id}/documents/{doc_id}",
-            get(documents::get).delete(documents::delete),
+            get(documents::get)
+                .patch(documents::patch)
+                .delete(documents::delete),
         )
         .route(
             "/sources/{id}/documents/{doc_id}/original",

@@ -30,7 +30,7 @@ use crate::request_id::MAX_REQUEST_ID_LEN;
     ),
     paths(
         sources::list, sources::create, sources::get,
-        documents::list, documents::get, documents::delete, documents::original,
+        documents::list, documents::get, documents::patch, documents::delete, documents::original,
         upload::single, upload::bulk,
         search::search,
         generate::generate,

@@ -8,7 +8,7 @@ use axum::extract::multipart::{Field, MultipartError};
 use axum::http::{HeaderMap, StatusCode, header};
 use quire_app::records::Created;
 use quire_app::uploads::{self, PartError, Upload, clean_file_name};
-use quire_core::SourceId;
+use quire_core::{Metadata, SourceId};
 use utoipa::ToSchema;
 
 use super::SourcePath;
@@ -20,6 +20,10 @@ use crate::{ApiError, AppState};
 
 /// The multipart field that carries a file.
 const FILE_FIELD: &str = "file";
+/// The multipart text field that carries the documents' metadata (a JSON object).
+const METADATA_FIELD: &str = "metadata";
+/// Largest `metadata` field read, in bytes (the metadata itself is bounded tighter).
+const MAX_METADATA_FIELD_BYTES: usize = 64 * 1024;
 
 /// The body of a single upload (for the OpenAPI document; parts are streamed, not parsed into
 /// this).
@@ -29,6 +33,11 @@ pub(super) struct UploadForm {
     /// The file: its name is the part's `filename`. Other parts are ignored.
     #[schema(value_type = String, format = Binary)]
     file: Vec<u8>,
+    /// Optional: the document's metadata, a JSON object of keys (letters, digits, `_`, `-`,
+    /// `.`; at most 64 characters) and values (a string, a number, a boolean or an array of
+    /// strings); see docs/api.md for the limits.
+    #[schema(value_type = Option<String>, example = r#"{"department": "legal", "year": 2024}"#)]
+    metadata: Option<String>,
 }
 
 /// The body of a bulk upload.
@@ -38,6 +47,9 @@ pub(super) struct BulkUploadForm {
     /// One part named `file` per file, at most `uploads.max_bulk_files`.
     #[schema(value_type = Vec<String>, format = Binary)]
     file: Vec<Vec<u8>>,
+    /// Optional: metadata (a JSON object) given to every document of the request.
+    #[schema(value_type = Option<String>)]
+    metadata: Option<String>,
 }
 
 /// Uploads one file; it is processed in the background (poll the document). Needs
@@ -66,7 +78,12 @@ pub(super) async fn single(
     check_declared_length(&headers, uploads::max_request_bytes(&state, 1))?;
     uploads::check_source(&state, caller.scope(), id).await?;
     let mut upload = None;
+    let mut metadata = None;
     while let Some(field) = next_field(&mut multipart).await? {
+        if field.name() == Some(METADATA_FIELD) {
+            metadata = Some(read_metadata(field, metadata.is_some()).await?);
+            continue;
+        }
         if field.name() != Some(FILE_FIELD) {
             continue;
         }
@@ -77,8 +94,9 @@ pub(super) async fn single(
         }
         upload = Some(receive(&state, field).await.map_err(part_error)?);
     }
-    let upload = upload
+    let mut upload = upload
         .ok_or_else(|| ApiError::BadRequest("the multipart body has no `file` part".into()))?;
+    upload.metadata = metadata.unwrap_or_default();
     let created = uploads::accept(&state, &caller.actor(), id, upload).await?;
     let status = match created {
         Created::New(_) => StatusCode::ACCEPTED,
@@ -113,7 +131,12 @@ pub(super) async fn bulk(
     check_declared_length(&headers, uploads::max_request_bytes(&state, max_files))?;
     uploads::check_source(&state, caller.scope(), id).await?;
     let mut parts: Vec<(String, Result<Upload, ApiError>)> = Vec::new();
+    let mut metadata = None;
     while let Some(field) = next_field(&mut multipart).await? {
+        if field.name() == Some(METADATA_FIELD) {
+            metadata = Some(read_metadata(field, metadata.is_some()).await?);
+            continue;
+        }
         if field.name() != Some(FILE_FIELD) {
             continue;
         }
@@ -133,6 +156,13 @@ pub(super) async fn bulk(
         return Err(ApiError::BadRequest(
             "the multipart body has no `file` part".into(),
         ));
+    }
+    if let Some(metadata) = metadata {
+        for (_, part) in &mut parts {
+            if let Ok(upload) = part {
+                upload.metadata = metadata.clone();
+            }
+        }
     }
     let results = accept_parts(&state, &caller, id, parts).await?;
     let count = |status: &str| results.iter().filter(|r| r.status == status).count();
@@ -211,6 +241,29 @@ fn bulk_entry(index: usize, name: String, outcome: Result<Created, ApiError>) ->
             }
         }
     }
+}
+
+/// The `metadata` field's JSON object; 400 when it is malformed, breaks the metadata rules, or
+/// comes twice.
+async fn read_metadata(field: Field<'_>, seen: bool) -> Result<Metadata, ApiError> {
+    if seen {
+        return Err(ApiError::BadRequest(
+            "send one `metadata` field per upload".into(),
+        ));
+    }
+    let mut field = field;
+    let mut bytes = Vec::new();
+    while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
+        if bytes.len() + chunk.len() > MAX_METADATA_FIELD_BYTES {
+            return Err(ApiError::BadRequest(format!(
+                "the `metadata` field is larger than {MAX_METADATA_FIELD_BYTES} bytes"
+            )));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|_| ApiError::BadRequest("the `metadata` field is not UTF-8 text".into()))?;
+    Metadata::parse(text).map_err(|e| ApiError::BadRequest(e.0))
 }
 
 /// Refuses at once a body whose declared length is already over the limit.

@@ -21,6 +21,8 @@ pub struct Upload {
     pub content_type: Option<String>,
     /// The staged bytes.
     pub staged: StagedUpload,
+    /// What the caller says the document is.
+    pub metadata: quire_core::Metadata,
 }
 
 impl Ingest {
@@ -128,6 +130,7 @@ impl Ingest {
             content_type,
             size: upload.staged.size,
             sha256: upload.staged.sha256.clone(),
+            metadata: upload.metadata.clone(),
             created_at: self.clock.now(),
         }
     }

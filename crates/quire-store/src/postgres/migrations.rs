@@ -18,6 +18,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (7, include_str!("schema_v7.sql")),
     (8, include_str!("schema_v8.sql")),
     (9, include_str!("schema_v9.sql")),
+    (10, include_str!("schema_v10.sql")),
 ];
 
 /// The advisory lock's key: any constant no other application on the database uses

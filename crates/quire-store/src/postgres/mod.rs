@@ -80,7 +80,7 @@ impl Backend for PgStore {
     const GREATEST: &'static str = "GREATEST";
     // The partial unique index on (source_id, sha256) decides between two nodes storing the
     // same bytes at once: the second insert waits for the first and then does nothing.
-    const NEW_DOCUMENT_ROW: &'static str = "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
+    const NEW_DOCUMENT_ROW: &'static str = "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9)
          ON CONFLICT (source_id, sha256) WHERE status <> 'failed' DO NOTHING";
     // SKIP LOCKED: workers on several nodes each take a different row without waiting.
     const CLAIM_JOB: &'static str = "UPDATE jobs j

@@ -9,7 +9,7 @@ use quire_core::{
 use super::records::{self, DOCUMENT_COLUMNS, DOCUMENT_COLUMNS_UNQUALIFIED};
 use super::sql::{Arg, Cells, Query, Sql};
 use super::{Backend, Conn};
-use crate::{Created, DocumentHit, DocumentPage, StoreResult};
+use crate::{Created, DocumentHit, DocumentPage, StoreError, StoreResult};
 
 /// Creates `docs` in order in one transaction (a write transaction costs SQLite far more than
 /// the two statements each document adds to it), with one wake-up for the workers.
@@ -38,7 +38,7 @@ async fn insert<B: Backend>(conn: &mut Conn<B>, doc: NewDocument) -> StoreResult
             .execute(
                 Query::new(format!(
                     "INSERT INTO documents (id, source_id, name, status, size, content_type, sha256,
-                                            created_at, updated_at) {}",
+                                            created_at, updated_at, metadata) {}",
                     B::NEW_DOCUMENT_ROW
                 ))
                 .bind(doc.id)
@@ -48,7 +48,8 @@ async fn insert<B: Backend>(conn: &mut Conn<B>, doc: NewDocument) -> StoreResult
                 .bind(doc.size)
                 .bind(&doc.content_type)
                 .bind(&doc.sha256)
-                .bind(doc.created_at),
+                .bind(doc.created_at)
+                .bind(doc.metadata.to_json().as_str()),
             )
             .await?;
         if inserted == 0 {
@@ -86,6 +87,7 @@ async fn insert<B: Backend>(conn: &mut Conn<B>, doc: NewDocument) -> StoreResult
             size: doc.size,
             content_type: doc.content_type,
             sha256: doc.sha256,
+            metadata: doc.metadata,
             created_at: doc.created_at,
             updated_at: doc.created_at,
         }));
@@ -176,6 +178,46 @@ pub(crate) async fn list_page<B: Backend>(
     Ok(Some(DocumentPage { documents, next }))
 }
 
+/// [`crate::Store::patch_document_metadata`].
+pub(crate) async fn patch_metadata<B: Backend>(
+    store: &B,
+    scope: &SourceScope,
+    source: SourceId,
+    id: DocumentId,
+    patch: &serde_json::Value,
+) -> StoreResult<Option<DocumentRecord>> {
+    if !scope.allows(source) {
+        return Ok(None);
+    }
+    let mut tx = store.begin_write().await?;
+    let current = tx
+        .fetch_optional(
+            Query::new(format!(
+                "SELECT {DOCUMENT_COLUMNS} FROM documents d WHERE d.id = $1 AND d.source_id = $2 {}",
+                B::lock("FOR UPDATE")
+            ))
+            .bind(id)
+            .bind(source),
+        )
+        .await?;
+    let Some(current) = current else {
+        return Ok(None);
+    };
+    let mut document = records::document(&current)?;
+    document.metadata = document
+        .metadata
+        .merged(patch)
+        .map_err(|e| StoreError::Invalid(e.0))?;
+    tx.execute(
+        Query::new("UPDATE documents SET metadata = $1 WHERE id = $2")
+            .bind(document.metadata.to_json().as_str())
+            .bind(id),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Some(document))
+}
+
 /// [`crate::Store::get_document`].
 pub(crate) async fn get<B: Backend>(
     store: &B,
@@ -257,7 +299,7 @@ pub(crate) async fn ready<B: Backend>(
         return Ok(Vec::new());
     }
     let query = Query::new(format!(
-        "SELECT d.id, d.name, d.source_id, s.name AS source_name
+        "SELECT d.id, d.name, d.source_id, s.name AS source_name, d.metadata
          FROM documents d JOIN sources s ON s.id = d.source_id
          WHERE d.status = 'ready' AND {} AND {}",
         B::in_ids("d.id", "$1"),
@@ -273,6 +315,8 @@ pub(crate) async fn ready<B: Backend>(
                 name: row.text("name")?,
                 source_id: row.id("source_id")?,
                 source_name: row.text("source_name")?,
+                metadata: quire_core::Metadata::from_stored(&row.text("metadata")?)
+                    .map_err(|e| StoreError::Corrupt(e.0))?,
             })
         })
         .collect()

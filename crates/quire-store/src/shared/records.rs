@@ -32,11 +32,12 @@ pub(crate) fn source(row: &impl Cells) -> StoreResult<SourceRecord> {
 
 /// A document's columns (table alias `d`), for [`document`].
 pub(crate) const DOCUMENT_COLUMNS: &str = "d.id, d.source_id, d.name, d.status, d.error, \
-     d.chunk_count, d.page_count, d.size, d.content_type, d.sha256, d.created_at, d.updated_at";
+     d.chunk_count, d.page_count, d.size, d.content_type, d.sha256, d.metadata, d.created_at, \
+     d.updated_at";
 
 /// The same columns without the alias, for `RETURNING` (which SQLite does not qualify).
 pub(crate) const DOCUMENT_COLUMNS_UNQUALIFIED: &str = "id, source_id, name, status, error, \
-     chunk_count, page_count, size, content_type, sha256, created_at, updated_at";
+     chunk_count, page_count, size, content_type, sha256, metadata, created_at, updated_at";
 
 /// A document.
 pub(crate) fn document(row: &impl Cells) -> StoreResult<DocumentRecord> {
@@ -51,6 +52,8 @@ pub(crate) fn document(row: &impl Cells) -> StoreResult<DocumentRecord> {
         size: row.count("size")?,
         content_type: row.text("content_type")?,
         sha256: row.text("sha256")?,
+        metadata: quire_core::Metadata::from_stored(&row.text("metadata")?)
+            .map_err(|e| StoreError::Corrupt(e.0))?,
         created_at: row.time("created_at")?,
         updated_at: row.time("updated_at")?,
     })

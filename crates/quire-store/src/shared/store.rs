@@ -69,6 +69,16 @@ impl<B: Backend> Store for B {
         documents::list_page(self, scope, source, after, size).await
     }
 
+    async fn patch_document_metadata(
+        &self,
+        scope: &SourceScope,
+        source: SourceId,
+        id: DocumentId,
+        patch: &serde_json::Value,
+    ) -> StoreResult<Option<DocumentRecord>> {
+        documents::patch_metadata(self, scope, source, id, patch).await
+    }
+
     async fn get_document(
         &self,
         scope: &SourceScope,

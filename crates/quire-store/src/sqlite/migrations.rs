@@ -22,6 +22,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (10, include_str!("schema_v10.sql")),
     (11, include_str!("schema_v11.sql")),
     (12, include_str!("schema_v12.sql")),
+    (13, include_str!("schema_v13.sql")),
 ];
 
 pub(super) async fn run(pool: &SqlitePool) -> StoreResult<()> {

@@ -118,7 +118,7 @@ impl Backend for SqliteStore {
     const GREATEST: &'static str = "MAX";
     // One statement checks for the same bytes and inserts, so two concurrent uploads of one
     // file cannot both get through (SQLite runs one writer at a time).
-    const NEW_DOCUMENT_ROW: &'static str = "SELECT $1, $2, $3, $4, $5, $6, $7, $8, $8
+    const NEW_DOCUMENT_ROW: &'static str = "SELECT $1, $2, $3, $4, $5, $6, $7, $8, $8, $9
          WHERE NOT EXISTS (SELECT 1 FROM documents
                            WHERE source_id = $2 AND sha256 = $7 AND status != 'failed')";
     const CLAIM_JOB: &'static str = concat!(
@@ -363,6 +363,7 @@ mod tests {
                         content_type: "text/plain".into(),
                         size: 1,
                         sha256: format!("{d:064}"),
+                        metadata: Default::default(),
                         created_at: now,
                     })
                     .collect();

@@ -228,6 +228,7 @@ pub(super) async fn the_same_bytes_are_one_document_per_source(store: &dyn Store
         content_type: "text/plain".into(),
         size: 1,
         sha256: "ab".repeat(32),
+        metadata: Default::default(),
         created_at: t0(),
     };
     let first = store.create_document(new(a)).await.unwrap();
@@ -269,6 +270,7 @@ pub(super) async fn a_bulk_of_documents_is_created_in_order_all_or_none(store: &
         content_type: "text/plain".into(),
         size: 1,
         sha256: bytes.repeat(32),
+        metadata: Default::default(),
         created_at: t0(),
     };
     let stored = store.create_document(new(s, "aa")).await.unwrap();
@@ -321,6 +323,7 @@ pub(super) async fn documents_are_listed_page_by_page_in_the_full_lists_order(st
                 content_type: "text/plain".into(),
                 size: 3,
                 sha256: id.as_uuid().simple().to_string().repeat(2),
+                metadata: Default::default(),
                 created_at: t0() + Duration::minutes(minutes),
             })
             .await
@@ -381,5 +384,82 @@ pub(super) async fn documents_are_listed_page_by_page_in_the_full_lists_order(st
             .await
             .unwrap()
             .is_none()
+    );
+}
+
+pub(super) async fn metadata_is_stored_and_merged_within_scope(store: &dyn Store) {
+    let src = source(store, "described").await;
+    let other = source(store, "elsewhere").await;
+    let id = DocumentId::new();
+    let metadata =
+        quire_core::Metadata::from_json(&serde_json::json!({"year": 2024, "tags": ["a"]})).unwrap();
+    store
+        .create_document(NewDocument {
+            id,
+            source_id: src,
+            name: "m.txt".into(),
+            content_type: "text/plain".into(),
+            size: 3,
+            sha256: "m".repeat(64),
+            metadata: metadata.clone(),
+            created_at: t0(),
+        })
+        .await
+        .unwrap();
+    let read = store
+        .get_document(&SourceScope::All, src, id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(read.metadata, metadata);
+
+    let patched = store
+        .patch_document_metadata(
+            &SourceScope::All,
+            src,
+            id,
+            &serde_json::json!({"year": null, "owner": "Ana"}),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    let expected =
+        quire_core::Metadata::from_json(&serde_json::json!({"tags": ["a"], "owner": "Ana"}))
+            .unwrap();
+    assert_eq!(patched.metadata, expected);
+    assert_eq!(
+        store.find_document(id).await.unwrap().unwrap().metadata,
+        expected
+    );
+    // Out of scope, in another source, or missing: nothing changes.
+    for (scope, source_id, doc) in [
+        (SourceScope::only([other]), src, id),
+        (SourceScope::All, other, id),
+        (SourceScope::All, src, DocumentId::new()),
+    ] {
+        assert!(
+            store
+                .patch_document_metadata(&scope, source_id, doc, &serde_json::json!({"x": 1}))
+                .await
+                .unwrap()
+                .is_none()
+        );
+    }
+    // A patch that breaks the rules is refused and stores nothing.
+    let refused = store
+        .patch_document_metadata(
+            &SourceScope::All,
+            src,
+            id,
+            &serde_json::json!({"bad key": 1}),
+        )
+        .await;
+    assert!(
+        matches!(refused, Err(quire_store::StoreError::Invalid(_))),
+        "{refused:?}"
+    );
+    assert_eq!(
+        store.find_document(id).await.unwrap().unwrap().metadata,
+        expected
     );
 }

@@ -39,6 +39,7 @@ pub(crate) async fn document(store: &dyn Store, source: SourceId, name: &str) ->
             size: 3,
             // Distinct contents: equal hashes in one source are one document.
             sha256: id.as_uuid().simple().to_string().repeat(2),
+            metadata: Default::default(),
             created_at: t0(),
         })
         .await

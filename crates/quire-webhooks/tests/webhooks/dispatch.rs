@@ -112,6 +112,7 @@ async fn store_with_hooks(
             content_type: "text/plain".into(),
             size: 3,
             sha256: "ab".repeat(32),
+            metadata: Default::default(),
             created_at: t0(),
         })
         .await

@@ -171,6 +171,7 @@ enum Op {
     UploadBulk,
     GetDocument,
     GetOriginal,
+    PatchDocument,
     DeleteDocument,
     Search,
     Generate,
@@ -188,7 +189,7 @@ enum Op {
     OpenApi,
 }
 
-const OPS: [Op; 23] = [
+const OPS: [Op; 24] = [
     Op::ListSources,
     Op::CreateSource,
     Op::GetSource,
@@ -197,6 +198,7 @@ const OPS: [Op; 23] = [
     Op::UploadBulk,
     Op::GetDocument,
     Op::GetOriginal,
+    Op::PatchDocument,
     Op::DeleteDocument,
     Op::Search,
     Op::Generate,
@@ -226,6 +228,7 @@ impl Op {
             Op::UploadBulk => ("post", "/api/v1/sources/{id}/documents/upload-bulk"),
             Op::GetDocument => ("get", "/api/v1/sources/{id}/documents/{doc_id}"),
             Op::GetOriginal => ("get", "/api/v1/sources/{id}/documents/{doc_id}/original"),
+            Op::PatchDocument => ("patch", "/api/v1/sources/{id}/documents/{doc_id}"),
             Op::DeleteDocument => ("delete", "/api/v1/sources/{id}/documents/{doc_id}"),
             Op::Search => ("post", "/api/v1/search"),
             Op::Generate => ("post", "/api/v1/generate"),
@@ -253,7 +256,9 @@ impl Op {
             | Op::Version
             | Op::OpenApi => &[NoId],
             Op::GetSource | Op::ListDocuments | Op::Upload | Op::UploadBulk => &[InA, InB, Missing],
-            Op::GetDocument | Op::GetOriginal | Op::DeleteDocument => DOCUMENT_TARGETS,
+            Op::GetDocument | Op::GetOriginal | Op::PatchDocument | Op::DeleteDocument => {
+                DOCUMENT_TARGETS
+            }
             Op::Search | Op::CreateWebhook => SEARCH_TARGETS,
             // `generate` takes sources and a conversation.
             Op::Generate => QUESTION_TARGETS,
@@ -272,9 +277,11 @@ impl Op {
             | Op::GetDocument
             | Op::GetOriginal => Some(Permission::Read),
             Op::Search | Op::Generate => Some(Permission::Read),
-            Op::CreateSource | Op::Upload | Op::UploadBulk | Op::DeleteDocument => {
-                Some(Permission::ReadWrite)
-            }
+            Op::CreateSource
+            | Op::Upload
+            | Op::UploadBulk
+            | Op::PatchDocument
+            | Op::DeleteDocument => Some(Permission::ReadWrite),
             Op::ListReviews | Op::GetReview | Op::Approve | Op::Redact | Op::Reject => {
                 Some(Permission::Admin)
             }

@@ -45,7 +45,10 @@ async fn upload_becomes_ready_searchable_and_deletable() {
     let results = found["results"].as_array().unwrap();
     assert_eq!(results.len(), 1, "{found}");
     let hit = &results[0];
-    assert_eq!(hit["document"], json!({"id": doc, "name": "guide.md"}));
+    assert_eq!(
+        hit["document"],
+        json!({"id": doc, "name": "guide.md", "metadata": {}})
+    );
     assert_eq!(hit["dataSource"], json!({"id": source, "name": "Manuals"}));
     assert_eq!(
         hit["metadata"],
@@ -407,6 +410,7 @@ async fn an_expired_lease_is_taken_over_without_a_restart() {
             content_type: "text/markdown".into(),
             size: GUIDE.len() as u64,
             sha256: hex::encode(Sha256::digest(GUIDE)),
+            metadata: Default::default(),
             created_at: later,
         })
         .await

@@ -24,6 +24,7 @@ mod helpers;
 mod isolation;
 mod listing;
 mod mcp;
+mod metadata;
 mod metrics;
 mod model_fetch;
 mod ocr;

@@ -92,7 +92,7 @@ async def reading(c):
         results = data(await s.call_tool("search", {"query": "zeppelin hangar", "limit": 5}))["results"]
         assert results, "nothing found"
         top = results[0]
-        assert top["document"] == {"id": doc_a, "name": "airships.md"}, top
+        assert top["document"] == {"id": doc_a, "name": "airships.md", "metadata": {}}, top
         assert top["dataSource"]["id"] == a
         assert top["metadata"]["page"] == 1 and "section" in top["metadata"]
         assert top["score"] > 0 and "zeppelin" in top["content"].lower()

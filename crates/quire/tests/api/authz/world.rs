@@ -508,7 +508,7 @@ impl World {
                     ),
                 )
             }
-            Op::GetDocument | Op::GetOriginal | Op::DeleteDocument => {
+            Op::GetDocument | Op::GetOriginal | Op::PatchDocument | Op::DeleteDocument => {
                 let (source, doc) = if fresh {
                     (self.source_of(target), self.fresh_document(target).await)
                 } else {
@@ -523,6 +523,13 @@ impl World {
                         Method::GET,
                         format!("/api/v1/sources/{source}/documents/{doc}/original"),
                     ),
+                    Op::PatchDocument => {
+                        json_body = Some(json!({"metadata": {"reviewed": true}}));
+                        (
+                            Method::PATCH,
+                            format!("/api/v1/sources/{source}/documents/{doc}"),
+                        )
+                    }
                     _ => (
                         Method::DELETE,
                         format!("/api/v1/sources/{source}/documents/{doc}"),
