@@ -10,7 +10,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use quire_core::{DocumentId, SourceScope};
+use quire_core::{DocumentId, Filter, FilterTarget, SourceScope};
 use quire_ingest::Semantic;
 use quire_search::{
     FusionParams, KeywordHit, VectorHit, convex_combination, reciprocal_rank_fusion,
@@ -182,6 +182,24 @@ pub async fn search(
     limit: usize,
     retrieval: Option<Retrieval>,
 ) -> Result<SearchOutcome, AppError> {
+    search_filtered(services, scope, query, limit, retrieval, None).await
+}
+
+/// [`search`] among the documents `filter` matches: the matching documents are found first,
+/// and both rankings are restricted to them before `limit` is cut (never filtered after the
+/// top-k), so a narrow filter still returns `limit` results when it matches that many chunks.
+pub async fn search_filtered(
+    services: &Services,
+    scope: &SourceScope,
+    query: &str,
+    limit: usize,
+    retrieval: Option<Retrieval>,
+    filter: Option<&Filter>,
+) -> Result<SearchOutcome, AppError> {
+    let allowed = match filter.filter(|f| !f.is_all()) {
+        Some(filter) => Some(Arc::new(matching_documents(services, scope, filter).await?)),
+        None => None,
+    };
     let semantic = services
         .ingest
         .semantic()
@@ -206,18 +224,23 @@ pub async fn search(
         let (keyword, vector) = tokio::join!(
             async {
                 if retrieval != Retrieval::Vector {
-                    keyword_hits(services, scope, query, candidates).await
+                    keyword_hits(services, scope, query, candidates, allowed.clone()).await
                 } else {
                     Ok(Vec::new())
                 }
             },
             async {
                 match semantic {
-                    Some(semantic) if retrieval != Retrieval::Keyword => {
-                        vector_hits(semantic, scope, query, embedding.as_deref(), candidates)
-                            .await
-                            .map(Some)
-                    }
+                    Some(semantic) if retrieval != Retrieval::Keyword => vector_hits(
+                        semantic,
+                        scope,
+                        query,
+                        embedding.as_deref(),
+                        candidates,
+                        allowed.clone(),
+                    )
+                    .await
+                    .map(Some),
                     _ => Ok(None),
                 }
             }
@@ -254,14 +277,36 @@ async fn keyword_hits(
     scope: &SourceScope,
     query: &str,
     candidates: usize,
+    allowed: Option<Arc<HashSet<DocumentId>>>,
 ) -> Result<Vec<KeywordHit>, AppError> {
     let index = Arc::clone(&services.index);
     let (text, scope) = (query.to_owned(), scope.clone());
-    Ok(
-        tokio::task::spawn_blocking(move || index.search(&text, &scope, candidates))
-            .await
-            .map_err(|e| AppError::internal(&e))??,
-    )
+    Ok(tokio::task::spawn_blocking(move || {
+        index.search_within(&text, &scope, allowed.as_deref(), candidates)
+    })
+    .await
+    .map_err(|e| AppError::internal(&e))??)
+}
+
+/// The ready documents in `scope` that `filter` matches.
+async fn matching_documents(
+    services: &Services,
+    scope: &SourceScope,
+    filter: &Filter,
+) -> Result<HashSet<DocumentId>, AppError> {
+    let ready = crate::documents::ready_in_scope(services, scope).await?;
+    Ok(ready
+        .iter()
+        .filter(|(_, d)| {
+            filter.matches(&FilterTarget {
+                metadata: &d.metadata,
+                external_id: None,
+                document_id: d.id,
+                created_at: d.created_at,
+            })
+        })
+        .map(|(_, d)| d.id)
+        .collect())
 }
 
 /// The `candidates` nearest chunks to `query` in `scope`, with the query's embedding (computed
@@ -272,6 +317,7 @@ async fn vector_hits(
     query: &str,
     embedded: Option<&[f32]>,
     candidates: usize,
+    allowed: Option<Arc<HashSet<DocumentId>>>,
 ) -> Result<(Vec<f32>, Vec<VectorHit>), AppError> {
     let embedding = match embedded {
         Some(embedding) => embedding.to_vec(),
@@ -282,11 +328,12 @@ async fn vector_hits(
     };
     let vectors = Arc::clone(semantic.vectors());
     let (query_vector, scope) = (embedding.clone(), scope.clone());
-    let hits =
-        tokio::task::spawn_blocking(move || vectors.search(&query_vector, &scope, candidates))
-            .await
-            .map_err(|e| AppError::internal(&e))?
-            .map_err(|e| AppError::internal(&e))?;
+    let hits = tokio::task::spawn_blocking(move || {
+        vectors.search_within(&query_vector, &scope, allowed.as_deref(), candidates)
+    })
+    .await
+    .map_err(|e| AppError::internal(&e))?
+    .map_err(|e| AppError::internal(&e))?;
     Ok((embedding, hits))
 }
 

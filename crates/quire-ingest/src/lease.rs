@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use quire_core::Clock;
-use quire_store::{ClaimedJob, Store};
+use quire_store::{ClaimedJob, Store, StoreResult};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -49,25 +49,35 @@ impl Lease {
             .to_std()
             .unwrap_or_default()
             .max(MIN_RENEWAL);
-        let mut renewal = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-        renewal.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            renewal.tick().await;
+        renew_until_lost(every, || {
             let now = self.clock.now();
-            match self
-                .store
-                .renew_lease(&self.job, now, now + self.duration)
-                .await
-            {
-                Ok(true) => {}
-                Ok(false) => {
-                    let _ = lost.send(());
-                    return;
-                }
-                // The lease may still be held: keep working and try again next time.
-                Err(e) => tracing::warn!(error = %e, "could not renew the job's lease"),
+            self.store.renew_lease(&self.job, now, now + self.duration)
+        })
+        .await;
+        let _ = lost.send(());
+    }
+}
+
+/// Calls `renew` every `every` until it answers false (the lease is lost). A renewal that fails
+/// is tried again after a tenth of that, so a passing database hiccup does not let the lease
+/// run out; only a renewal that answers settles that the lease is lost.
+async fn renew_until_lost<F, R>(every: std::time::Duration, mut renew: F)
+where
+    F: FnMut() -> R,
+    R: Future<Output = StoreResult<bool>>,
+{
+    let retry = (every / 10).max(MIN_RENEWAL);
+    let mut wait = every;
+    loop {
+        tokio::time::sleep(wait).await;
+        wait = match renew().await {
+            Ok(true) => every,
+            Ok(false) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not renew the job's lease; trying again");
+                retry
             }
-        }
+        };
     }
 }
 
@@ -128,6 +138,29 @@ mod tests {
             .await
             .unwrap();
         assert!(other.is_none(), "the job was left to another worker");
+    }
+
+    /// Renewals that fail (the database did not answer) are tried again soon, and do not end
+    /// the renewals: only an answer that the lease is lost does.
+    #[tokio::test]
+    async fn failed_renewals_are_retried_soon_and_do_not_lose_the_lease() {
+        let every = Duration::from_millis(500);
+        let started = tokio::time::Instant::now();
+        let mut calls = Vec::new();
+        renew_until_lost(every, || {
+            calls.push(started.elapsed());
+            let answer = match calls.len() {
+                1..=3 => Err(quire_store::StoreError::Corrupt("connection reset".into())),
+                4 => Ok(true),
+                _ => Ok(false),
+            };
+            std::future::ready(answer)
+        })
+        .await;
+        assert_eq!(calls.len(), 5, "{calls:?}");
+        // The three retries came a tenth of the interval apart, well within one interval.
+        assert!(calls[3] - calls[0] < every, "{calls:?}");
+        assert!(calls[4] - calls[3] >= every, "{calls:?}");
     }
 
     /// When the job has been taken over, the work stops instead of finishing a second time.

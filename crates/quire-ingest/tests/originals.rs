@@ -143,6 +143,7 @@ impl Fixture {
             name: "notes.txt".into(),
             content_type: Some("text/plain".into()),
             staged: staged.finish().await.unwrap(),
+            metadata: Default::default(),
         };
         self.ingest
             .accept(&SourceScope::All, self.source, upload)
@@ -156,6 +157,7 @@ impl Fixture {
             name: format!("{}.txt", text.len()),
             content_type: Some("text/plain".into()),
             staged: staged.finish().await.unwrap(),
+            metadata: Default::default(),
         }
     }
 
@@ -224,7 +226,7 @@ async fn an_upload_to_unavailable_storage_fails_and_leaves_no_document() {
 }
 
 #[tokio::test]
-async fn a_job_whose_original_cannot_be_fetched_waits_for_its_lease() {
+async fn a_job_whose_original_cannot_be_fetched_waits_for_its_retry_delay() {
     let f = fixture(|_| unreachable()).await;
     let now = chrono::Utc::now();
     f.store
@@ -235,6 +237,7 @@ async fn a_job_whose_original_cannot_be_fetched_waits_for_its_lease() {
             content_type: "text/plain".into(),
             size: 5,
             sha256: "0".repeat(64),
+            metadata: Default::default(),
             created_at: now,
         })
         .await
@@ -244,10 +247,11 @@ async fn a_job_whose_original_cannot_be_fetched_waits_for_its_lease() {
         matches!(attempt, Err(IngestError::FilesUnavailable(_))),
         "{attempt:?}"
     );
-    // Not failed: still leased to the worker that tried, and nobody else may take it yet.
+    // Not failed: still leased to the worker that tried, and nobody else may take it yet, nor
+    // once a lease has passed: an outage must not use up its attempts within a few leases.
     assert_eq!(f.documents().await[0].status, DocumentStatus::Processing);
-    let later = chrono::Utc::now();
     let lease = chrono::Duration::seconds(LEASE_SECONDS);
+    let later = chrono::Utc::now() + lease + chrono::Duration::seconds(1);
     assert!(
         f.store
             .claim_job("other", later, later + lease)
@@ -255,8 +259,8 @@ async fn a_job_whose_original_cannot_be_fetched_waits_for_its_lease() {
             .unwrap()
             .is_none()
     );
-    // Once the lease has run out, the job is runnable again as its second attempt.
-    let after = later + lease + chrono::Duration::seconds(1);
+    // After the retry delay (ten minutes), the job is runnable again as its second attempt.
+    let after = chrono::Utc::now() + chrono::Duration::minutes(10) + chrono::Duration::seconds(1);
     let retried = f
         .store
         .claim_job("other", after, after + lease)

@@ -46,6 +46,10 @@ pub(crate) struct SearchArgs {
     source_ids: Option<Vec<String>>,
     /// How many passages to return, 1 to 100 (default 10).
     limit: Option<i64>,
+    /// Only documents whose metadata match, in Pinecone's and Chroma's filter language:
+    /// `{"department": "hr", "year": {"$gte": 2024}}` (`$eq`, `$ne`, `$gt`, `$gte`, `$lt`,
+    /// `$lte`, `$in`, `$nin`, `$exists`, `$and`, `$or`; also `documentId` and `createdAt`).
+    filter: Option<serde_json::Map<String, Value>>,
 }
 
 /// `ask`'s arguments.
@@ -246,9 +250,21 @@ impl QuireMcp {
             .transpose()
             .map_err(|e| AppError::Invalid(e.0))?
             .unwrap_or_default();
+        let filter = args
+            .filter
+            .map(|object| quire_core::Filter::parse(&Value::Object(object)))
+            .transpose()
+            .map_err(|e| AppError::Invalid(e.0))?;
         let scope = requested_scope(services, &key.scope, args.source_ids.as_deref()).await?;
-        let outcome =
-            quire_app::search::search(services, &scope, query.as_str(), limit.get(), None).await?;
+        let outcome = quire_app::search::search_filtered(
+            services,
+            &scope,
+            query.as_str(),
+            limit.get(),
+            None,
+            filter.as_ref(),
+        )
+        .await?;
         Ok(json!({ "results": outcome.results }))
     }
 

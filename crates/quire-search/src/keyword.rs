@@ -256,10 +256,25 @@ impl KeywordIndex {
         scope: &SourceScope,
         limit: usize,
     ) -> Result<Vec<KeywordHit>, SearchError> {
-        if limit == 0 || scope.source_ids().is_some_and(|ids| ids.is_empty()) {
+        self.search_within(query, scope, None, limit)
+    }
+
+    /// [`KeywordIndex::search`] restricted to the chunks of `documents` when given: the
+    /// restriction is part of the query, so the top `limit` is taken among those chunks only.
+    pub fn search_within(
+        &self,
+        query: &str,
+        scope: &SourceScope,
+        documents: Option<&std::collections::HashSet<DocumentId>>,
+        limit: usize,
+    ) -> Result<Vec<KeywordHit>, SearchError> {
+        if limit == 0
+            || scope.source_ids().is_some_and(|ids| ids.is_empty())
+            || documents.is_some_and(|d| d.is_empty())
+        {
             return Ok(Vec::new());
         }
-        let Some(query) = self.scoped_query(query, scope) else {
+        let Some(query) = self.scoped_query(query, scope, documents) else {
             return Ok(Vec::new());
         };
         let searcher = self.reader.searcher();

@@ -358,12 +358,25 @@ impl VectorIndex {
         scope: &SourceScope,
         limit: usize,
     ) -> Result<Vec<VectorHit>, VectorError> {
+        self.search_within(query, scope, None, limit)
+    }
+
+    /// [`VectorIndex::search`] restricted to the chunks of `documents` when given: the
+    /// restriction applies before the top `limit` is taken (a small set is scanned exactly, a
+    /// large one filters the graph walk), so it never leaves fewer hits than it allows.
+    pub fn search_within(
+        &self,
+        query: &[f32],
+        scope: &SourceScope,
+        documents: Option<&std::collections::HashSet<DocumentId>>,
+        limit: usize,
+    ) -> Result<Vec<VectorHit>, VectorError> {
         self.check_query(query)?;
         if limit == 0 {
             return Ok(Vec::new());
         }
         let vectors = self.vectors.read().expect("vector index lock");
-        let filter = vectors.filter(scope);
+        let filter = vectors.filter_within(scope, documents);
         let wanted = limit.min(filter.allowed);
         let fraction = filter.allowed as f64 / vectors.live().max(1) as f64;
         let mut hits = Vec::new();

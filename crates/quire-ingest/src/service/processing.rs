@@ -28,6 +28,9 @@ use crate::review::Review;
 /// often, large enough that the embedder still fills its own batches (`docs/performance.md`).
 const EMBED_BATCH: usize = 128;
 
+/// How long a job whose original could not be fetched waits before it is claimed again.
+const FETCH_RETRY_SECONDS: i64 = 600;
+
 impl Ingest {
     /// Waits until an upload arrives (or `notify_worker` is called).
     pub async fn wait_for_work(&self) {
@@ -125,11 +128,17 @@ impl Ingest {
                 return Ok(None);
             }
             Err(e) => {
-                // Not the document's fault: leave the job leased. When the lease runs out it
-                // is claimed again (counting an attempt), by this node or another.
+                // Not the document's fault: leave the job leased for the retry delay, not one
+                // short lease, so an outage does not use up its attempts in a minute or two.
+                // Then it is claimed again (counting an attempt), by this node or another.
+                let now = self.clock.now();
+                let until = now + chrono::Duration::seconds(FETCH_RETRY_SECONDS);
+                if let Err(renewal) = self.store.renew_lease(job, now, until).await {
+                    tracing::warn!(error = %renewal, "could not hold the job for its retry");
+                }
                 tracing::warn!(
                     error = %e,
-                    "could not fetch the original; the job is retried when its lease expires"
+                    "could not fetch the original; the job is retried in {FETCH_RETRY_SECONDS} s"
                 );
                 return Err(e.into());
             }

@@ -11,8 +11,8 @@
 
 mod tesseract;
 
-use std::cell::Cell;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use image::GrayImage;
@@ -70,7 +70,8 @@ pub(crate) fn visible_chars(text: &str) -> usize {
 pub struct Ocr {
     settings: OcrSettings,
     started: Instant,
-    pages: Cell<u32>,
+    /// Pages read so far (atomic: a PDF is read on a thread of its own).
+    pages: AtomicU32,
 }
 
 impl Ocr {
@@ -79,7 +80,7 @@ impl Ocr {
         Self {
             settings,
             started: Instant::now(),
-            pages: Cell::new(0),
+            pages: AtomicU32::new(0),
         }
     }
 
@@ -119,14 +120,14 @@ impl Ocr {
         source_dpi: Option<f32>,
         page: u32,
     ) -> Result<String, ParseError> {
-        let done = self.pages.get();
+        let done = self.pages.load(Ordering::Relaxed);
         if done >= self.settings.max_pages {
             return Err(ParseError::LimitExceeded(format!(
                 "the document has more than {} pages that need OCR (ocr.max_pages)",
                 self.settings.max_pages
             )));
         }
-        self.pages.set(done + 1);
+        self.pages.store(done + 1, Ordering::Relaxed);
         let page_budget = Duration::from_secs(self.settings.page_timeout_seconds.max(1));
         let (timeout, whole_document) = match self.settings.document_timeout_seconds {
             0 => (page_budget, false),

@@ -2,10 +2,12 @@
 //! [`expand`]) over body and headings, the names of any financial statement it names as
 //! phrases (see [`statement_names`]), and the caller's scope as a filter inside the query.
 
-use quire_core::SourceScope;
+use std::collections::HashSet;
+
+use quire_core::{DocumentId, SourceScope};
 use tantivy::Term;
 use tantivy::query::{
-    BooleanQuery, BoostQuery, ConstScoreQuery, Occur, PhraseQuery, Query, TermQuery,
+    BooleanQuery, BoostQuery, ConstScoreQuery, Occur, PhraseQuery, Query, TermQuery, TermSetQuery,
 };
 use tantivy::schema::IndexRecordOption;
 
@@ -18,8 +20,27 @@ impl KeywordIndex {
     /// The query for `query` among the sources in `scope`: the scope decides which chunks may
     /// match, never how they rank, so the top-k is taken among visible chunks only. `None` when
     /// the query has no searchable term.
-    pub(super) fn scoped_query(&self, query: &str, scope: &SourceScope) -> Option<Box<dyn Query>> {
+    pub(super) fn scoped_query(
+        &self,
+        query: &str,
+        scope: &SourceScope,
+        documents: Option<&HashSet<DocumentId>>,
+    ) -> Option<Box<dyn Query>> {
         let text_query = self.text_query(query)?;
+        let text_query: Box<dyn Query> = match documents {
+            None => text_query,
+            Some(documents) => {
+                let terms = documents
+                    .iter()
+                    .map(|id| Term::from_field_text(self.fields.document_id, &id.to_string()));
+                // Membership only: a zero constant score never changes the ranking.
+                let filter = ConstScoreQuery::new(Box::new(TermSetQuery::new(terms)), 0.0);
+                Box::new(BooleanQuery::new(vec![
+                    (Occur::Must, text_query),
+                    (Occur::Must, Box::new(filter)),
+                ]))
+            }
+        };
         let query: Box<dyn Query> = match scope.source_ids() {
             None => text_query,
             Some(ids) => {
@@ -95,7 +116,9 @@ impl KeywordIndex {
 
 #[cfg(test)]
 mod tests {
-    use quire_core::SourceScope;
+    use std::collections::HashSet;
+
+    use quire_core::{DocumentId, SourceScope};
 
     use crate::keyword::tests::{chunk, empty_index, fixture};
 
@@ -144,6 +167,46 @@ mod tests {
         assert!(
             index
                 .search("pump", &SourceScope::only([]), 10)
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_document_restriction_is_applied_before_the_top_k_and_keeps_the_ranking() {
+        let (_dir, index, _sources, docs) = fixture();
+        let everything = index.search("pump", &SourceScope::All, 10).unwrap();
+        assert!(everything.len() >= 2, "{everything:?}");
+        // Restricted to the document that ranks second, a limit of one still finds it.
+        let second = everything[1].document_id;
+        let only = HashSet::from([second]);
+        let hits = index
+            .search_within("pump", &SourceScope::All, Some(&only), 1)
+            .unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].document_id, second);
+        assert!(
+            (hits[0].score - everything[1].score).abs() < 1e-6,
+            "same score"
+        );
+        // Both documents: the unrestricted ranking; none: nothing.
+        let both = HashSet::from(docs);
+        let hits = index
+            .search_within("pump", &SourceScope::All, Some(&both), 10)
+            .unwrap();
+        assert_eq!(
+            hits.iter()
+                .map(|h| (h.document_id, h.ordinal))
+                .collect::<Vec<_>>(),
+            everything
+                .iter()
+                .map(|h| (h.document_id, h.ordinal))
+                .collect::<Vec<_>>()
+        );
+        let none = HashSet::<DocumentId>::new();
+        assert!(
+            index
+                .search_within("pump", &SourceScope::All, Some(&none), 10)
                 .unwrap()
                 .is_empty()
         );

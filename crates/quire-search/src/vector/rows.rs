@@ -3,7 +3,7 @@
 //! scanned without touching the rest), and the graph over the rows.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 
 use quire_core::{DocumentId, SourceId, SourceScope};
 
@@ -42,12 +42,17 @@ impl Sources {
     }
 }
 
-/// The rows a search may return: live, and in a source the scope allows.
+/// The rows a search may return: live, in a source the scope allows, and, when the search is
+/// restricted to some documents, of one of them.
 pub(super) struct Filter<'a> {
     alive: &'a [bool],
     rows: &'a [Row],
     /// Per source number, whether the scope allows it; `None` allows all.
     sources: Option<Vec<bool>>,
+    /// The rows of the documents a search is restricted to, in row order; `None` for all.
+    documents: Option<Vec<u32>>,
+    /// Per row, whether it is one of `documents` (only with `documents`).
+    in_documents: Option<Vec<bool>>,
     /// Live rows that pass.
     pub allowed: usize,
 }
@@ -61,6 +66,7 @@ impl Filter<'_> {
                 .sources
                 .as_ref()
                 .is_none_or(|mask| mask[self.rows[row].source as usize])
+            && self.in_documents.as_ref().is_none_or(|mask| mask[row])
     }
 }
 
@@ -171,6 +177,39 @@ impl Vectors {
         }
     }
 
+    /// What `scope` lets a search return, restricted to the rows of `documents` when given.
+    pub fn filter_within(
+        &self,
+        scope: &SourceScope,
+        documents: Option<&HashSet<DocumentId>>,
+    ) -> Filter<'_> {
+        let mut filter = self.filter(scope);
+        if let Some(documents) = documents {
+            let mut rows: Vec<u32> = documents
+                .iter()
+                .filter_map(|d| self.by_document.get(d))
+                .flatten()
+                .copied()
+                .collect();
+            rows.sort_unstable();
+            let mut mask = vec![false; self.rows.len()];
+            for row in &rows {
+                mask[*row as usize] = true;
+            }
+            filter.in_documents = Some(mask);
+            filter.documents = Some(rows);
+            let allowed = filter
+                .documents
+                .as_deref()
+                .unwrap_or_default()
+                .iter()
+                .filter(|row| filter.allows(**row))
+                .count();
+            filter.allowed = allowed;
+        }
+        filter
+    }
+
     /// What `scope` lets a search return.
     pub fn filter(&self, scope: &SourceScope) -> Filter<'_> {
         let (sources, allowed) = match scope.source_ids() {
@@ -191,6 +230,8 @@ impl Vectors {
             alive: &self.alive,
             rows: &self.rows,
             sources,
+            documents: None,
+            in_documents: None,
             allowed,
         }
     }
@@ -218,19 +259,29 @@ impl Vectors {
                 best.push(Reverse(scored));
             }
         };
-        match &filter.sources {
-            None => (0..self.rows.len() as u32).for_each(&mut consider),
-            Some(mask) => {
-                for (number, rows) in self.sources.rows.iter().enumerate() {
-                    if mask[number] {
-                        rows.iter().copied().for_each(&mut consider);
-                    }
-                }
-            }
+        if let Some(rows) = &filter.documents {
+            // A restriction to some documents scans only their rows: exact, however few.
+            rows.iter().copied().for_each(&mut consider);
+        } else {
+            self.scan_sources(filter, &mut consider);
         }
         let mut hits: Vec<Scored> = best.into_iter().map(|Reverse(s)| s).collect();
         hits.sort_unstable_by(|a, b| b.cmp(a));
         hits
+    }
+
+    /// Offers every row of the sources `filter` allows to `consider`.
+    fn scan_sources(&self, filter: &Filter<'_>, consider: &mut impl FnMut(u32)) {
+        match &filter.sources {
+            None => (0..self.rows.len() as u32).for_each(consider),
+            Some(mask) => {
+                for (number, rows) in self.sources.rows.iter().enumerate() {
+                    if mask[number] {
+                        rows.iter().copied().for_each(&mut *consider);
+                    }
+                }
+            }
+        }
     }
 
     /// Up to `limit` good rows `filter` allows, by walking the graph with `ef` candidates;

@@ -126,6 +126,44 @@ fn search_matches_brute_force_and_never_leaves_the_scope() {
     }
 }
 
+#[test]
+fn a_document_restriction_matches_brute_force_at_every_selectivity() {
+    // Large and small sets alike: the top hits are the exact best among the documents' rows.
+    for seed in 1..=10u64 {
+        let dir = tempfile::tempdir().unwrap();
+        let index =
+            VectorIndex::open_with(dir.path(), "m", DIMS, VectorOptions::default()).unwrap();
+        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let sources: Vec<SourceId> = (0..4).map(|_| SourceId::new()).collect();
+        let documents = corpus(&index, &mut rng, &sources, 60);
+        for keep_one_in in [1usize, 2, 10, 60] {
+            let chosen: std::collections::HashSet<DocumentId> = documents
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| i % keep_one_in == 0)
+                .map(|(_, d)| *d)
+                .collect();
+            let query = rng.unit_vector(DIMS);
+            let hits = index
+                .search_within(&query, &SourceScope::All, Some(&chosen), 10)
+                .unwrap();
+            let expected: Vec<_> = brute_force(&index, &query, &SourceScope::All)
+                .into_iter()
+                .filter(|(d, _, _)| chosen.contains(d))
+                .collect();
+            assert_eq!(hits.len(), 10.min(expected.len()), "1 in {keep_one_in}");
+            for (hit, want) in hits.iter().zip(&expected) {
+                assert!(chosen.contains(&hit.document_id));
+                assert!(
+                    (hit.score - want.2).abs() < 1e-5,
+                    "{} vs {want:?}",
+                    hit.score
+                );
+            }
+        }
+    }
+}
+
 /// The graph path (every search through it, both precisions, with deletions and
 /// replacements leaving dead rows in the graph) returns only live rows of the scope, with
 /// their true scores, best first, as many as asked for, and nearly always the exact ones.

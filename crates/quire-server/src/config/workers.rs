@@ -15,7 +15,7 @@ pub struct WorkersConfig {
     pub poll_interval_ms: u64,
     /// How long a job stays leased to its worker, in seconds; the worker renews the lease every
     /// third of that while it works, so only a job whose worker died or hung runs out of it and
-    /// is taken up again.
+    /// is taken up again, by any node, within one lease.
     pub lease_seconds: u64,
     /// Claims of one document (crashes included) before it is failed.
     pub max_attempts: u32,
@@ -33,7 +33,7 @@ impl Default for WorkersConfig {
         Self {
             count: 3,
             poll_interval_ms: 1000,
-            lease_seconds: 600,
+            lease_seconds: 30,
             max_attempts: 3,
             time_budget_seconds: 300,
             index_time_budget_seconds: 900,

@@ -245,6 +245,13 @@ async fn a_node_that_joins_later_replays_the_feed() {
 /// the S3 test server under a prefix of the test's own, short leases so the jobs of a killed
 /// node come back soon.
 fn process_node_env(url: &str, prefix: &str) -> Vec<(&'static str, String)> {
+    let mut env = shared_env(url, prefix);
+    env.push(("QUIRE_WORKERS_LEASE_SECONDS", "3".to_owned()));
+    env
+}
+
+/// [`process_node_env`] with the default lease.
+fn shared_env(url: &str, prefix: &str) -> Vec<(&'static str, String)> {
     let s3 = |name: &str| {
         std::env::var(name).unwrap_or_else(|_| {
             panic!(
@@ -268,7 +275,6 @@ fn process_node_env(url: &str, prefix: &str) -> Vec<(&'static str, String)> {
             s3("QUIRE_TEST_S3_SECRET_ACCESS_KEY"),
         ),
         ("QUIRE_FILES_ALLOW_HTTP", "true".to_owned()),
-        ("QUIRE_WORKERS_LEASE_SECONDS", "3".to_owned()),
     ]
 }
 
@@ -426,6 +432,131 @@ async fn three_processes_share_the_work_and_survive_a_killed_node() {
     for node in nodes {
         node.kill().await;
     }
+}
+
+/// Longest a document whose node died may wait for another node, with the default lease.
+const TAKEOVER_BOUND: Duration = Duration::from_secs(60);
+
+/// With the default configuration (no lease set), the documents a node was reading when it was
+/// killed with SIGKILL are taken over by another node within [`TAKEOVER_BOUND`] and end ready.
+/// Scans are read with OCR (about a second a page), so the killed node is surely mid-work.
+#[tokio::test]
+async fn a_killed_nodes_documents_are_taken_over_within_a_minute_by_default() {
+    use quire_parse::fixtures::{PdfPage, scanned_pdf};
+    let unique = uuid::Uuid::new_v4().simple().to_string();
+    let url = postgres_schema_url(&format!("quire_takeover_{unique}"));
+    let tesseract = std::env::var("QUIRE_TEST_TESSERACT")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .expect("QUIRE_TEST_TESSERACT must name the tesseract program (run scripts/ocr-deps)");
+    let env = || {
+        let mut env = shared_env(&url, &format!("takeover-{unique}"));
+        env.push(("QUIRE_OCR_ENABLED", "true".to_owned()));
+        env.push(("QUIRE_OCR_PROGRAM", tesseract.clone()));
+        env
+    };
+    let dirs = [(); 2].map(|()| tempfile::tempdir().unwrap());
+    let key = key_from_cli(dirs[0].path(), env(), &[]).await;
+    let client = reqwest::Client::new();
+
+    // The node to be killed runs alone, so the documents it is reading are its own.
+    let doomed = Server::start_with(dirs[0].path(), env()).await;
+    let source = create_source(&client, &doomed, &key, "Scans").await;
+    let lines: Vec<String> = (1..=8)
+        .map(|page| format!("Page {page} of the pump inspection report."))
+        .collect();
+    let scan = |n: usize| {
+        let mut pages: Vec<PdfPage<'_>> = lines.iter().map(|l| PdfPage::Scan(l)).collect();
+        // Distinct bytes: the same bytes twice would be one document.
+        pages.push(PdfPage::Text(if n == 0 {
+            "First scan."
+        } else {
+            "Second scan."
+        }));
+        scanned_pdf(&pages)
+    };
+    for n in 0..2 {
+        let form = reqwest::multipart::Form::new().part(
+            "file",
+            reqwest::multipart::Part::bytes(scan(n)).file_name(format!("scan-{n}.pdf")),
+        );
+        let response = client
+            .post(doomed.url(&format!("/api/v1/sources/{source}/documents/upload")))
+            .bearer_auth(&key)
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), reqwest::StatusCode::ACCEPTED);
+    }
+    let processing = |docs: &Value| {
+        docs.as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["status"] == "processing")
+            .count()
+    };
+    let started = Instant::now();
+    while processing(&documents(&client, &doomed, &key, &source).await) < 2 {
+        assert!(
+            started.elapsed() < FOLLOW_BOUND,
+            "the scans were not claimed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // Another node joins; the first is killed while it reads both scans.
+    let survivor = Server::start_with(dirs[1].path(), env()).await;
+    doomed.kill().await;
+    let killed = Instant::now();
+    let at_kill = documents(&client, &survivor, &key, &source).await;
+    assert_eq!(
+        processing(&at_kill),
+        2,
+        "the killed node was not reading both scans: {at_kill}"
+    );
+    let claimed_at = |docs: &Value| -> BTreeMap<String, Value> {
+        docs.as_array()
+            .unwrap()
+            .iter()
+            .map(|d| (d["id"].as_str().unwrap().to_owned(), d["updatedAt"].clone()))
+            .collect()
+    };
+    let before = claimed_at(&at_kill);
+
+    // Each document is taken over (claimed again, which sets its `updatedAt`) within the
+    // bound, then ends ready.
+    let mut taken_over = BTreeMap::new();
+    let docs = loop {
+        let docs = documents(&client, &survivor, &key, &source).await;
+        for (id, updated) in claimed_at(&docs) {
+            if before[&id] != updated {
+                taken_over.entry(id).or_insert_with(|| killed.elapsed());
+            }
+        }
+        if unfinished(&docs) == 0 {
+            break docs;
+        }
+        assert!(
+            killed.elapsed() < TAKEOVER_BOUND + Duration::from_secs(120),
+            "documents still unfinished: {docs}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    eprintln!(
+        "taken over after the kill: {taken_over:?}; all ready after {:?}",
+        killed.elapsed()
+    );
+    for doc in docs.as_array().unwrap() {
+        assert_eq!(doc["status"], "ready", "{doc}");
+        let after = taken_over[doc["id"].as_str().unwrap()];
+        assert!(
+            after < TAKEOVER_BOUND,
+            "{} was taken over only after {after:?}",
+            doc["id"]
+        );
+    }
+    survivor.kill().await;
 }
 
 /// A node configured with another embedding model than a running node's is refused at start

@@ -29,8 +29,12 @@ pub(crate) struct Server {
 
 impl Server {
     /// Starts `quire serve` on `dir` and waits until it listens.
+    /// Its lease outlasts the test: the jobs a kill cut short come back through the start-up
+    /// recovery, not through their leases running out.
     async fn start(dir: &Path) -> Server {
-        Self::start_with(dir, crate::helpers::store_env(dir)).await
+        let mut env = crate::helpers::store_env(dir);
+        env.push(("QUIRE_WORKERS_LEASE_SECONDS", "600".to_owned()));
+        Self::start_with(dir, env).await
     }
 
     /// Starts `quire serve` on `dir` with `env` added (a shared store, S3 originals, …).

@@ -180,3 +180,135 @@ async fn a_bulk_uploads_metadata_goes_to_each_of_its_documents() {
         assert_eq!(entry["document"]["metadata"], json!({"batch": "b7"}));
     }
 }
+
+#[tokio::test]
+async fn a_filter_restricts_search_before_the_limit_and_malformed_ones_are_400() {
+    let server = TestServer::start().await;
+    let key = server.key(Permission::ReadWrite).await;
+    let source = server.create_source(&key, "Handbooks").await;
+    // Twelve documents about pumps; one in three is from 2025, and only one is Spanish.
+    let mut ids = Vec::new();
+    for i in 0..12 {
+        let year = if i % 3 == 0 { 2025 } else { 2023 };
+        let language = if i == 7 { "es" } else { "en" };
+        let text = format!("# Pump {i}\n\nThe pump number {i} needs priming before it starts.\n");
+        let response = upload_with(
+            &server,
+            &key,
+            &source,
+            &format!("pump-{i}.md"),
+            text.as_bytes(),
+            &format!(r#"{{"year": {year}, "language": "{language}", "tags": ["pump", "p{i}"]}}"#),
+        )
+        .await;
+        assert_eq!(response.status(), StatusCode::ACCEPTED);
+        ids.push(body(response).await["id"].as_str().unwrap().to_owned());
+    }
+    for id in &ids {
+        server.wait_for_status(&key, &source, id, "ready").await;
+    }
+    let names = |found: &Value| -> Vec<String> {
+        found["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["document"]["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+
+    // The narrowest filter still finds its one document with a limit of one.
+    let found = body(
+        server
+            .search(
+                &key,
+                json!({"query": "pump priming", "limit": 1, "filter": {"language": "es"}}),
+            )
+            .await,
+    )
+    .await;
+    assert_eq!(names(&found), ["pump-7.md"], "{found}");
+
+    // Four documents of 2025: every result is one of them, and all four are found.
+    let found = body(
+        server
+            .search(
+                &key,
+                json!({"query": "pump", "limit": 10, "filter": {"year": {"$gte": 2025}}}),
+            )
+            .await,
+    )
+    .await;
+    let mut got = names(&found);
+    got.sort();
+    got.dedup();
+    assert_eq!(
+        got,
+        ["pump-0.md", "pump-3.md", "pump-6.md", "pump-9.md"],
+        "{found}"
+    );
+
+    // $or, $in on a list, and a filter that matches nothing.
+    let found = body(
+        server
+            .search(
+                &key,
+                json!({"query": "pump", "filter": {"$or": [{"tags": "p1"}, {"tags": {"$in": ["p2"]}}]}}),
+            )
+            .await,
+    )
+    .await;
+    let mut got = names(&found);
+    got.sort();
+    got.dedup();
+    assert_eq!(got, ["pump-1.md", "pump-2.md"]);
+    let found = body(
+        server
+            .search(&key, json!({"query": "pump", "filter": {"year": 1999}}))
+            .await,
+    )
+    .await;
+    assert!(found["results"].as_array().unwrap().is_empty());
+
+    // Malformed filters are 400 and say where.
+    for (filter, needle) in [
+        (json!({"year": {"$gtt": 1}}), "filter.year"),
+        (
+            json!({"$or": [{"a": 1}, {"b": {"$in": "x"}}]}),
+            "filter.$or[1].b.$in",
+        ),
+        (json!({"year": {"$gt": true}}), "filter.year.$gt"),
+    ] {
+        let error = assert_error(
+            server
+                .search(&key, json!({"query": "pump", "filter": filter}))
+                .await,
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+        )
+        .await;
+        assert!(
+            error["message"].as_str().unwrap().contains(needle),
+            "{filter}: {error}"
+        );
+    }
+
+    // A key of another source cannot probe these documents' metadata through a filter.
+    let other = server.create_source(&key, "Other").await;
+    let scoped = server
+        .key_with(
+            Permission::Read,
+            SourceScope::only([other.parse().unwrap()]),
+            None,
+        )
+        .await;
+    let found = body(
+        server
+            .search(
+                &scoped,
+                json!({"query": "pump", "filter": {"language": "es"}}),
+            )
+            .await,
+    )
+    .await;
+    assert!(found["results"].as_array().unwrap().is_empty(), "{found}");
+}
