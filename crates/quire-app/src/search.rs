@@ -10,7 +10,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use quire_core::{DocumentId, Filter, FilterTarget, SourceScope};
+use quire_core::{DocumentId, Filter, FilterTarget, SearchLimit, SearchQuery, SourceScope};
 use quire_ingest::Semantic;
 use quire_search::{
     FusionParams, KeywordHit, VectorHit, convex_combination, reciprocal_rank_fusion,
@@ -183,6 +183,20 @@ pub async fn search(
     retrieval: Option<Retrieval>,
 ) -> Result<SearchOutcome, AppError> {
     search_filtered(services, scope, query, limit, retrieval, None).await
+}
+
+/// The search an adapter runs for a caller: the validated query and limit, and the caller's
+/// filter, in `scope` (already the caller's scope narrowed to the sources it named); hybrid
+/// when an embedding model is loaded. [`search`] is for the answers and the measurements,
+/// which choose their own depth.
+pub async fn find(
+    services: &Services,
+    scope: &SourceScope,
+    query: &SearchQuery,
+    limit: SearchLimit,
+    filter: Option<&Filter>,
+) -> Result<SearchOutcome, AppError> {
+    search_filtered(services, scope, query.as_str(), limit.get(), None, filter).await
 }
 
 /// [`search`] among the documents `filter` matches: the matching documents are found first,

@@ -256,15 +256,8 @@ impl QuireMcp {
             .transpose()
             .map_err(|e| AppError::Invalid(e.0))?;
         let scope = requested_scope(services, &key.scope, args.source_ids.as_deref()).await?;
-        let outcome = quire_app::search::search_filtered(
-            services,
-            &scope,
-            query.as_str(),
-            limit.get(),
-            None,
-            filter.as_ref(),
-        )
-        .await?;
+        let outcome =
+            quire_app::search::find(services, &scope, &query, limit, filter.as_ref()).await?;
         Ok(json!({ "results": outcome.results }))
     }
 

@@ -122,19 +122,13 @@ pub(crate) async fn search(
         };
         return Ok(render(&signed, &form_html, answer_html(&answered, &key.name)).into_response());
     }
-    let limit = SearchLimit::default().get();
-    let outcome = match quire_app::search::search(
-        &state.app,
-        &key.scope,
-        query.as_str(),
-        limit,
-        None,
-    )
-    .await
-    {
-        Ok(outcome) => outcome,
-        Err(e) => return Ok(refuse(&e.to_string())),
-    };
+    let outcome =
+        match quire_app::search::find(&state.app, &key.scope, &query, SearchLimit::default(), None)
+            .await
+        {
+            Ok(outcome) => outcome,
+            Err(e) => return Ok(refuse(&e.to_string())),
+        };
     let caption = format!(
         "{} result(s) for the key {}",
         outcome.results.len(),

@@ -64,15 +64,7 @@ pub(super) async fn search(
         .transpose()
         .map_err(|e| ApiError::BadRequest(e.0))?;
     let scope = requested_scope(&state, caller.scope(), body.source_ids.as_deref()).await?;
-    let outcome = quire_app::search::search_filtered(
-        &state,
-        &scope,
-        query.as_str(),
-        limit.get(),
-        None,
-        filter.as_ref(),
-    )
-    .await?;
+    let outcome = quire_app::search::find(&state, &scope, &query, limit, filter.as_ref()).await?;
     Ok(Json(SearchResponseJson {
         results: outcome.results,
     }))
