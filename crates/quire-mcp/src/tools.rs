@@ -64,6 +64,8 @@ pub(crate) struct AskArgs {
     /// Continue this conversation (the `conversationId` an earlier `ask` returned), so the
     /// question can refer to earlier ones; omit to start a new one.
     conversation_id: Option<String>,
+    /// Draw only on documents whose metadata match (the filter language of `search`).
+    filter: Option<serde_json::Map<String, Value>>,
 }
 
 /// `list_documents`'s arguments.
@@ -273,6 +275,7 @@ impl QuireMcp {
             query: args.question,
             source_ids: args.source_ids,
             conversation_id: args.conversation_id,
+            filter: args.filter.map(Value::Object),
         };
         let mut events = std::pin::pin!(ask(services, key.id, &key.scope, request).await?);
         let mut progress = Progress::new(context);

@@ -2,7 +2,7 @@
 //! adapter can answer with a plain error; then the answer's events follow.
 
 use futures_util::Stream;
-use quire_core::{ConversationId, KeyId, SourceScope};
+use quire_core::{ConversationId, Filter, KeyId, SourceScope};
 
 use super::queue::JoinError;
 use super::stream::{AnswerEvent, Question, events};
@@ -21,6 +21,8 @@ pub struct AskRequest {
     pub source_ids: Option<Vec<String>>,
     /// The conversation it continues, as sent (a UUID string).
     pub conversation_id: Option<String>,
+    /// Only documents this filter matches, as sent (see `quire_core::Filter`).
+    pub filter: Option<serde_json::Value>,
 }
 
 /// Validates `request` for the key `key_id` with scope `scope`, takes a place in the
@@ -39,6 +41,12 @@ pub async fn ask(
             "`query` must be 1 to {MAX_QUESTION_CHARS} characters and not only spaces (it has {length})"
         )));
     }
+    let filter = request
+        .filter
+        .as_ref()
+        .map(Filter::parse)
+        .transpose()
+        .map_err(|e| AppError::Invalid(e.0))?;
     let scope = requested_scope(services, scope, request.source_ids.as_deref()).await?;
     let conversation = match request.conversation_id.as_deref() {
         None => None,
@@ -67,6 +75,7 @@ pub async fn ask(
         scope,
         text: request.query,
         conversation,
+        filter,
     };
     Ok(events(services.clone(), ticket, question))
 }

@@ -5,7 +5,7 @@
 
 use futures_util::{Stream, StreamExt};
 use quire_core::generate::{Grounding, Passage, TextStream, Turn};
-use quire_core::{ConversationId, KeyId, MessageId, SourceScope};
+use quire_core::{ConversationId, Filter, KeyId, MessageId, SourceScope};
 use quire_store::NewMessage;
 use tokio::sync::mpsc;
 
@@ -62,6 +62,8 @@ pub struct Question {
     pub text: String,
     /// The conversation it continues, checked to belong to the key; `None` starts one.
     pub conversation: Option<ConversationId>,
+    /// Only passages of the documents this filter matches.
+    pub filter: Option<Filter>,
 }
 
 /// Starts answering `question` once `ticket` gets a slot; the events, as they happen. Dropping
@@ -120,7 +122,16 @@ async fn answer(services: &Services, mut ticket: Ticket, question: Question, out
         Err(message) => return out.error(message).await,
     };
     let query = retrieval_query(services, &history, &question.text).await;
-    let answering = match start(services, &question.scope, &query, &question.text, history).await {
+    let answering = match start(
+        services,
+        &question.scope,
+        &query,
+        &question.text,
+        history,
+        question.filter.as_ref(),
+    )
+    .await
+    {
         Ok(answering) => answering,
         Err(message) => return out.error(message).await,
     };
@@ -223,7 +234,7 @@ pub async fn answer_collected(
     while ticket.place() != Place::Running {
         ticket.changed().await;
     }
-    let answering = start(services, scope, question, question, Vec::new()).await?;
+    let answering = start(services, scope, question, question, Vec::new(), None).await?;
     let mut text = String::new();
     match answering.pieces {
         None => text.push_str(NOTHING_FOUND),
@@ -260,16 +271,23 @@ async fn start(
     query: &str,
     question: &str,
     history: Vec<Turn>,
+    filter: Option<&Filter>,
 ) -> Result<Answering, String> {
     let generation = &services.generation;
-    let passages =
-        crate::search::search(services, scope, query, generation.settings.passages, None)
-            .await
-            .map_err(|e| {
-                tracing::error!(error = %e, "retrieval for an answer failed");
-                "retrieval failed; the cause has been logged".to_owned()
-            })?
-            .results;
+    let passages = crate::search::search_filtered(
+        services,
+        scope,
+        query,
+        generation.settings.passages,
+        None,
+        filter,
+    )
+    .await
+    .map_err(|e| {
+        tracing::error!(error = %e, "retrieval for an answer failed");
+        "retrieval failed; the cause has been logged".to_owned()
+    })?
+    .results;
     if passages.is_empty() {
         return Ok(Answering {
             passages,

@@ -32,6 +32,9 @@ pub(super) struct GenerateBody {
     /// Continues this conversation (one the key started).
     #[schema(value_type = String, format = Uuid)]
     conversation_id: Option<String>,
+    /// Draw only on documents whose metadata match, in the filter language of `search`.
+    #[schema(value_type = Option<Object>)]
+    filter: Option<serde_json::Value>,
 }
 
 /// The answer's events, in this order: `queued` (zero or more, while waiting for the model),
@@ -58,6 +61,7 @@ pub(super) async fn generate(
         query: body.query,
         source_ids: body.source_ids,
         conversation_id: body.conversation_id,
+        filter: body.filter,
     };
     let answer = ask(&state, caller.key.id, caller.scope(), request).await?;
     let keep_alive = state.generation().settings.keep_alive;

@@ -7,6 +7,7 @@ use reqwest::StatusCode;
 use reqwest::multipart::{Form, Part};
 use serde_json::{Value, json};
 
+use crate::helpers::sse::sse_events;
 use crate::helpers::{TestServer, assert_error, body};
 
 /// Uploads `bytes` as `name` with the `metadata` field's text.
@@ -268,6 +269,44 @@ async fn a_filter_restricts_search_before_the_limit_and_malformed_ones_are_400()
     )
     .await;
     assert!(found["results"].as_array().unwrap().is_empty());
+
+    // An answer draws only on the documents the filter matches.
+    let response = server
+        .post_json(
+            &key,
+            "/api/v1/generate",
+            &json!({"query": "Which pump needs priming?", "filter": {"language": "es"}}),
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut events = sse_events(response);
+    let mut done = None;
+    while let Some(event) = events.recv().await {
+        if event.event == "done" {
+            done = Some(event.data);
+        }
+    }
+    let done = done.expect("a done event");
+    let cited: Vec<&str> = done["citations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["documentName"].as_str().unwrap())
+        .collect();
+    assert!(!cited.is_empty(), "{done}");
+    assert!(cited.iter().all(|name| *name == "pump-7.md"), "{done}");
+    assert_error(
+        server
+            .post_json(
+                &key,
+                "/api/v1/generate",
+                &json!({"query": "pumps?", "filter": {"$and": "x"}}),
+            )
+            .await,
+        StatusCode::BAD_REQUEST,
+        "bad_request",
+    )
+    .await;
 
     // Malformed filters are 400 and say where.
     for (filter, needle) in [
