@@ -88,6 +88,10 @@ pub fn router(state: Services) -> Router {
         )
         .route("/admin/documents/{id}", get(pages::sources::document))
         .route("/admin/documents/{id}/delete", post(pages::sources::delete))
+        .route(
+            "/admin/documents/{id}/metadata",
+            post(pages::sources::edit_metadata),
+        )
         .route("/admin/review", get(pages::review::list))
         .route(
             "/admin/review/{id}",

@@ -536,6 +536,12 @@ pub(crate) async fn document(
             p class="muted" { "No text has been extracted." }
         }
         h2 { "Delete" }
+        form method="post" action={ "/admin/documents/" (doc.id) "/metadata" } id="edit-metadata" class="card" {
+            (csrf_field(&signed.csrf))
+            label for="metadata" { "Metadata (a JSON object; the document is not processed again)" }
+            textarea id="metadata" name="metadata" rows="4" { (doc.metadata.to_json()) }
+            button type="submit" { "Save metadata" }
+        }
         form method="post" action={ "/admin/documents/" (doc.id) "/delete" } id="delete-document" class="card" {
             (csrf_field(&signed.csrf))
             div {
@@ -588,6 +594,63 @@ pub(crate) async fn delete(
         Err(e) => return Err(e.into()),
     }
     Ok(Redirect::to(&format!("/admin/sources/{}", doc.source_id)).into_response())
+}
+
+/// POST /admin/documents/{id}/metadata: replaces the document's metadata by the form's JSON
+/// object, without processing the document again.
+pub(crate) async fn edit_metadata(
+    State(state): State<AdminState>,
+    signed: Signed,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, AdminError> {
+    let form = Form::parse(&body);
+    if !signed.csrf_ok(&form) {
+        return Ok(csrf_refused());
+    }
+    let Some((doc, _)) = document_of(&state, &id).await? else {
+        return Ok(not_found(&signed, "document"));
+    };
+    let refused = |message: String| {
+        (
+            StatusCode::BAD_REQUEST,
+            page(
+                NAV,
+                "Metadata not saved",
+                &signed.csrf,
+                html! {
+                    h1 { "Metadata not saved" }
+                    (alert(&message))
+                    p { a href={ "/admin/documents/" (doc.id) } { "Back to the document" } }
+                },
+            ),
+        )
+            .into_response()
+    };
+    let text = form.get("metadata").unwrap_or("").trim();
+    let text = if text.is_empty() { "{}" } else { text };
+    let wanted = match quire_core::Metadata::parse(text) {
+        Ok(metadata) => metadata,
+        Err(e) => return Ok(refused(e.0)),
+    };
+    // The whole object replaces the old one: keys it leaves out are removed.
+    let mut patch = serde_json::Map::new();
+    for (key, _) in doc.metadata.iter() {
+        patch.insert(key.clone(), serde_json::Value::Null);
+    }
+    if let serde_json::Value::Object(values) =
+        serde_json::to_value(&wanted).unwrap_or(serde_json::Value::Null)
+    {
+        patch.extend(values);
+    }
+    let patch = serde_json::Value::Object(patch);
+    match documents::patch_metadata(&state.app, &Actor::Admin, doc.source_id, doc.id, &patch).await
+    {
+        Ok(_) => Ok(Redirect::to(&format!("/admin/documents/{}", doc.id)).into_response()),
+        Err(AppError::Invalid(message)) => Ok(refused(message)),
+        Err(AppError::NotFound(_)) => Ok(not_found(&signed, "document")),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// A byte count as people read it: 100 MiB, 512 KiB, 900 bytes.

@@ -694,3 +694,62 @@ fn has_inline_handler(html: &str) -> bool {
         name > 0 && rest[name..].starts_with('=')
     })
 }
+
+#[tokio::test]
+async fn a_documents_metadata_is_edited_in_its_page_and_bad_json_is_refused() {
+    let (server, cookie, csrf) = signed_in(false).await;
+    let key = server.key(quire_core::Permission::ReadWrite).await;
+    let source = server.create_source(&key, "Edited").await;
+    let doc = server
+        .upload_ok(&key, &source, "a.md", b"# A\n\nSome text.\n")
+        .await;
+    let path = format!("/admin/documents/{doc}/metadata");
+    let response = post_form(
+        &server,
+        &path,
+        &cookie,
+        &[
+            ("csrf", &csrf),
+            ("metadata", r#"{"team": "ops", "year": 2025}"#),
+        ],
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert_eq!(location(&response), format!("/admin/documents/{doc}"));
+    let record: Value = crate::helpers::body(
+        server
+            .get(&key, &format!("/api/v1/sources/{source}/documents/{doc}"))
+            .await,
+    )
+    .await;
+    assert_eq!(
+        record["metadata"],
+        serde_json::json!({"team": "ops", "year": 2025})
+    );
+    // The whole object replaces the old one.
+    let response = post_form(
+        &server,
+        &path,
+        &cookie,
+        &[("csrf", &csrf), ("metadata", r#"{"team": "infra"}"#)],
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let page = text(&server, &format!("/admin/documents/{doc}"), &cookie).await;
+    assert!(page.contains("infra") && !page.contains("2025"), "{page}");
+    let response = post_form(
+        &server,
+        &path,
+        &cookie,
+        &[("csrf", &csrf), ("metadata", r#"{"bad key": 1}"#)],
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    assert!(response.text().await.unwrap().contains("bad key"));
+    let log = server.store.audit_log(10).await.unwrap();
+    assert!(
+        log.iter()
+            .any(|e| e.action == "document.metadata_changed" && e.actor == "admin"),
+        "{log:?}"
+    );
+}

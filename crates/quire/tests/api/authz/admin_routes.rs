@@ -40,6 +40,7 @@ enum Route {
     Statuses,
     Upload,
     Document,
+    EditMetadata,
     DeleteDocument,
     Review,
     Decide,
@@ -49,11 +50,12 @@ enum Route {
     Revoke,
 }
 
-const ROUTES: [Route; 11] = [
+const ROUTES: [Route; 12] = [
     Route::Source,
     Route::Statuses,
     Route::Upload,
     Route::Document,
+    Route::EditMetadata,
     Route::DeleteDocument,
     Route::Review,
     Route::Decide,
@@ -68,6 +70,7 @@ impl Route {
         matches!(
             self,
             Route::Upload
+                | Route::EditMetadata
                 | Route::DeleteDocument
                 | Route::Decide
                 | Route::DeleteWebhook
@@ -132,6 +135,8 @@ fn expected(visitor: Visitor, route: Route, target: Target, source: &str) -> Out
         (Route::Review | Route::Decide, Missing) => redirect("/admin/review?done=gone"),
         (_, Missing) => status(StatusCode::NOT_FOUND),
         (Route::Upload | Route::DeleteDocument, _) => redirect(format!("/admin/sources/{source}")),
+        // The document's own page (`check` adds the id, which this table does not know).
+        (Route::EditMetadata, _) => redirect("/admin/documents/"),
         (Route::Decide, _) => redirect("/admin/review?done=approved"),
         (Route::DeleteWebhook, _) => redirect("/admin/webhooks"),
         (Route::Revoke, _) => redirect("/admin/keys"),
@@ -175,8 +180,12 @@ pub(super) async fn check(world: &mut World, mismatches: &mut Vec<String>) -> us
                     (_, Missing) => random_id(),
                     (Route::Source | Route::Statuses | Route::Upload, _) => source.clone(),
                     (Route::DeleteDocument, _) if fresh => world.fresh_document(target).await,
-                    (Route::Document | Route::DeleteDocument, InA) => world.doc_a.clone(),
-                    (Route::Document | Route::DeleteDocument, _) => world.doc_b.clone(),
+                    (Route::Document | Route::EditMetadata | Route::DeleteDocument, InA) => {
+                        world.doc_a.clone()
+                    }
+                    (Route::Document | Route::EditMetadata | Route::DeleteDocument, _) => {
+                        world.doc_b.clone()
+                    }
                     (Route::Decide, _) if fresh => world.fresh_held(target),
                     (Route::Review | Route::Decide, InA) => world.held_a.clone(),
                     (Route::Review | Route::Decide, _) => world.held_b.clone(),
@@ -189,11 +198,19 @@ pub(super) async fn check(world: &mut World, mismatches: &mut Vec<String>) -> us
                         .to_string(),
                     (Route::RevokeForm | Route::Revoke, _) => spare_key.clone(),
                 };
+                let want = match (route, &want.location) {
+                    (Route::EditMetadata, Some(_)) => redirect(format!("/admin/documents/{id}")),
+                    _ => want,
+                };
                 let (path, fields): (String, Vec<(&str, &str)>) = match route {
                     Route::Source => (format!("/admin/sources/{id}"), vec![]),
                     Route::Statuses => (format!("/admin/sources/{id}/statuses"), vec![]),
                     Route::Upload => (format!("/admin/sources/{id}/upload"), vec![]),
                     Route::Document => (format!("/admin/documents/{id}"), vec![]),
+                    Route::EditMetadata => (
+                        format!("/admin/documents/{id}/metadata"),
+                        vec![("metadata", r#"{"checked": true}"#)],
+                    ),
                     Route::DeleteDocument => (
                         format!("/admin/documents/{id}/delete"),
                         vec![("confirm", "yes")],
