@@ -81,11 +81,11 @@ fn parse_precision(s: &str) -> Result<Precision, String> {
 }
 
 /// Sources documents are spread over; one of them is a 1% scope.
-const SOURCES: usize = 100;
+pub(crate) const SOURCES: usize = 100;
 /// Chunks loaded per `replace_documents` call (one synced log write each).
 const BATCH_CHUNKS: usize = 10_000;
 /// Results per query, and the k of recall@k.
-const K: usize = 10;
+pub(crate) const K: usize = 10;
 /// Queries for the graph alone on the 1% scope (see [`Scope::graph_queries`]).
 const SMALL_SCOPE_GRAPH_QUERIES: usize = 100;
 
@@ -385,7 +385,7 @@ fn ground_truth(
 }
 
 /// Inserts `hit` into `best` (sorted, best first) if it is among the best `K`.
-fn keep_best(best: &mut Vec<(f32, usize, u32)>, hit: (f32, usize, u32)) {
+pub(crate) fn keep_best(best: &mut Vec<(f32, usize, u32)>, hit: (f32, usize, u32)) {
     if best.len() == K && best[K - 1].0 >= hit.0 {
         return;
     }
@@ -394,7 +394,7 @@ fn keep_best(best: &mut Vec<(f32, usize, u32)>, hit: (f32, usize, u32)) {
     best.truncate(K);
 }
 
-fn dot(a: &[f32], b: &[f32]) -> f32 {
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     // Eight independent sums so the compiler can keep them in vector registers.
     let mut sums = [0f32; 8];
     for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
@@ -510,7 +510,7 @@ const W_NOISE: f32 = 0.8;
 
 /// The synthetic mixture: fixed directions, and everything else drawn from hashes of a
 /// document's or chunk's number, so any document can be regenerated for a query.
-struct Mixture {
+pub(crate) struct Mixture {
     dims: usize,
     seed: u64,
     shared: Vec<f32>,
@@ -519,17 +519,17 @@ struct Mixture {
 }
 
 /// A document's draw.
-struct Shape {
-    topic: usize,
-    source: usize,
-    chunks: usize,
+pub(crate) struct Shape {
+    pub(crate) topic: usize,
+    pub(crate) source: usize,
+    pub(crate) chunks: usize,
     /// Its own direction, weighted.
     offset: Vec<f32>,
     seed: u64,
 }
 
 impl Mixture {
-    fn new(dims: usize, seed: u64) -> Self {
+    pub(crate) fn new(dims: usize, seed: u64) -> Self {
         let unit = |stream: u64| normalised(gaussian(dims, seed ^ stream, 1.0));
         Self {
             dims,
@@ -542,7 +542,7 @@ impl Mixture {
         }
     }
 
-    fn document(&self, number: u64) -> Shape {
+    pub(crate) fn document(&self, number: u64) -> Shape {
         let draw = splitmix64(self.seed ^ splitmix64(number ^ 0xD0C));
         let seed = splitmix64(draw);
         let scale = W_DOCUMENT / (self.dims as f32).sqrt();
@@ -556,7 +556,7 @@ impl Mixture {
     }
 
     /// Chunk `number` of `shape` (numbers past its chunk count give new chunks, as queries).
-    fn chunk(&self, shape: &Shape, number: u64) -> Vec<f32> {
+    pub(crate) fn chunk(&self, shape: &Shape, number: u64) -> Vec<f32> {
         let scale = W_NOISE / (self.dims as f32).sqrt();
         let mut v = gaussian(self.dims, splitmix64(shape.seed ^ (number + 1)), scale);
         let area = &self.areas[shape.topic / TOPICS_PER_AREA];
@@ -569,7 +569,7 @@ impl Mixture {
     }
 
     /// Query `number`: a new chunk of one of the first `documents` documents.
-    fn query(&self, number: u64, documents: u64) -> Vec<f32> {
+    pub(crate) fn query(&self, number: u64, documents: u64) -> Vec<f32> {
         let document = splitmix64(self.seed ^ number ^ 0x9E3) % documents.max(1);
         self.chunk(&self.document(document), 1_000_000 + number)
     }
@@ -597,7 +597,7 @@ fn normalised(mut v: Vec<f32>) -> Vec<f32> {
     v
 }
 
-fn splitmix64(mut x: u64) -> u64 {
+pub(crate) fn splitmix64(mut x: u64) -> u64 {
     x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

@@ -6,6 +6,7 @@
 pub mod bench;
 pub mod bench_cluster;
 pub mod bench_embed;
+pub mod bench_filters;
 pub mod bench_fuzz;
 pub mod bench_generate;
 pub mod bench_ingest;

@@ -15,8 +15,8 @@ use quire_store::Store;
 use tracing_subscriber::EnvFilter;
 
 use quire_eval::{
-    bench, bench_cluster, bench_embed, bench_fuzz, bench_generate, bench_ingest, bench_queries,
-    bench_vectors, eval, eval_ocr, eval_pages, eval_pii, eval_retrieval,
+    bench, bench_cluster, bench_embed, bench_filters, bench_fuzz, bench_generate, bench_ingest,
+    bench_queries, bench_vectors, eval, eval_ocr, eval_pages, eval_pii, eval_retrieval,
 };
 use quire_server::{Config, Overrides, open_store};
 
@@ -225,6 +225,9 @@ enum BenchCommand {
     Embed(bench_embed::EmbedBenchArgs),
     /// The vector index (HNSW graph and exact scan) on a synthetic corpus of N chunks.
     Vectors(bench_vectors::VectorBenchArgs),
+    /// Search restricted to the documents a filter matched, against an exact scan of them, at
+    /// 50%, 10%, 1% and 0.1% of the documents of a synthetic corpus of N chunks.
+    Filters(bench_filters::FilterBenchArgs),
     /// `POST /api/v1/generate` over real HTTP on an ingested BEIR corpus: retrieval overhead,
     /// added latency per streamed delta, memory of idle queued streams, extractive citations.
     Generate(bench_generate::GenerateBenchArgs),
@@ -461,6 +464,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench {
             command: BenchCommand::Vectors(args),
         } => tokio::task::spawn_blocking(move || bench_vectors::vectors(args)).await?,
+        Command::Bench {
+            command: BenchCommand::Filters(args),
+        } => tokio::task::spawn_blocking(move || bench_filters::filters(args)).await?,
         Command::Model {
             command: ModelCommand::Fetch(args),
         } => crate::model_fetch::fetch(args).await,

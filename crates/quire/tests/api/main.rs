@@ -6,6 +6,7 @@ mod audit;
 mod auth;
 mod authz;
 mod bench_cluster;
+mod bench_filters;
 mod bench_fuzz;
 mod bench_ingest;
 mod bench_queries;
