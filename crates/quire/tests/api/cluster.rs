@@ -4,6 +4,7 @@
 //!
 //! These run on PostgreSQL in both passes of the suite (a cluster needs a shared store).
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -85,7 +86,13 @@ async fn replica_chunks(server: &TestServer) -> u64 {
 }
 
 /// Polls `check` until it holds, and returns how long that took; fails after [`FOLLOW_BOUND`].
-async fn within_bound<F: Future<Output = bool>>(
+async fn within_bound<F: Future<Output = bool>>(what: &str, check: impl FnMut() -> F) -> Duration {
+    within(FOLLOW_BOUND, what, check).await
+}
+
+/// Polls `check` until it holds, and returns how long that took; fails after `bound`.
+async fn within<F: Future<Output = bool>>(
+    bound: Duration,
     what: &str,
     mut check: impl FnMut() -> F,
 ) -> Duration {
@@ -95,8 +102,8 @@ async fn within_bound<F: Future<Output = bool>>(
             return start.elapsed();
         }
         assert!(
-            start.elapsed() < FOLLOW_BOUND,
-            "{what} did not happen within {FOLLOW_BOUND:?}"
+            start.elapsed() < bound,
+            "{what} did not happen within {bound:?}"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -496,14 +503,10 @@ async fn a_killed_nodes_documents_are_taken_over_within_a_minute_by_default() {
             .filter(|d| d["status"] == "processing")
             .count()
     };
-    let started = Instant::now();
-    while processing(&documents(&client, &doomed, &key, &source).await) < 2 {
-        assert!(
-            started.elapsed() < FOLLOW_BOUND,
-            "the scans were not claimed"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    within_bound("the claim of both scans", || async {
+        processing(&documents(&client, &doomed, &key, &source).await) == 2
+    })
+    .await;
 
     // Another node joins; the first is killed while it reads both scans.
     let survivor = Server::start_with(dirs[1].path(), env()).await;
@@ -526,23 +529,30 @@ async fn a_killed_nodes_documents_are_taken_over_within_a_minute_by_default() {
 
     // Each document is taken over (claimed again, which sets its `updatedAt`) within the
     // bound, then ends ready.
-    let mut taken_over = BTreeMap::new();
-    let docs = loop {
-        let docs = documents(&client, &survivor, &key, &source).await;
-        for (id, updated) in claimed_at(&docs) {
-            if before[&id] != updated {
-                taken_over.entry(id).or_insert_with(|| killed.elapsed());
+    let taken_over = RefCell::new(BTreeMap::new());
+    let last = RefCell::new(Value::Null);
+    let (to, node, with, of) = (&client, &survivor, &key, &source);
+    let (taken, seen, before) = (&taken_over, &last, &before);
+    within(
+        TAKEOVER_BOUND + Duration::from_secs(120),
+        "the end of both scans",
+        move || async move {
+            let docs = documents(to, node, with, of).await;
+            for (id, updated) in claimed_at(&docs) {
+                if before[&id] != updated {
+                    taken
+                        .borrow_mut()
+                        .entry(id)
+                        .or_insert_with(|| killed.elapsed());
+                }
             }
-        }
-        if unfinished(&docs) == 0 {
-            break docs;
-        }
-        assert!(
-            killed.elapsed() < TAKEOVER_BOUND + Duration::from_secs(120),
-            "documents still unfinished: {docs}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+            let finished = unfinished(&docs) == 0;
+            *seen.borrow_mut() = docs;
+            finished
+        },
+    )
+    .await;
+    let (taken_over, docs) = (taken_over.into_inner(), last.into_inner());
     eprintln!(
         "taken over after the kill: {taken_over:?}; all ready after {:?}",
         killed.elapsed()
