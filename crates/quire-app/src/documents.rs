@@ -151,6 +151,20 @@ pub async fn patch_metadata(
     Ok(document)
 }
 
+/// Replaces the metadata of document `id` of `source` (in the actor's scope) by `metadata`
+/// as a whole (keys it leaves out are removed), as [`patch_metadata`] does a part.
+pub async fn replace_metadata(
+    ledger: &Ledger,
+    actor: &Actor,
+    source: SourceId,
+    id: DocumentId,
+    metadata: &quire_core::Metadata,
+) -> Result<DocumentRecord, AppError> {
+    let (current, _) = get(ledger, actor.scope(), source, id).await?;
+    let patch = current.metadata.patch_to(metadata);
+    patch_metadata(ledger, actor, source, id, &patch).await
+}
+
 /// Deletes document `id` of `source` (in the actor's scope) with its passages, index entries,
 /// vectors and original, and records it in the audit log; returns the document as it was.
 pub async fn delete(
@@ -177,27 +191,36 @@ fn not_found(id: DocumentId) -> AppError {
     AppError::NotFound(format!("document {id} not found in this data source"))
 }
 
-/// The `ready` documents of every source in `scope`, with their source, source by source.
-/// (One query per source: the store has no call that lists documents across sources yet.)
+/// The `ready` documents of every source in `scope`, with their source, source by source
+/// (sources oldest first, each one's documents newest first): two queries in all.
 pub async fn ready_in_scope(
     ledger: &Ledger,
     scope: &SourceScope,
 ) -> Result<Vec<(quire_core::SourceRecord, DocumentRecord)>, AppError> {
-    let mut ready = Vec::new();
-    for source in ledger.store().list_sources(scope).await? {
-        let documents = ledger
-            .store()
-            .list_documents(scope, source.id)
-            .await?
-            .unwrap_or_default();
-        ready.extend(
-            documents
-                .into_iter()
-                .filter(|d| d.status == DocumentStatus::Ready)
-                .map(|d| (source.clone(), d)),
-        );
+    let sources = ledger.store().list_sources(scope).await?;
+    let mut by_source: std::collections::HashMap<SourceId, Vec<DocumentRecord>> =
+        std::collections::HashMap::new();
+    for document in ledger.store().ready_documents_in_scope(scope).await? {
+        by_source
+            .entry(document.source_id)
+            .or_default()
+            .push(document);
     }
-    Ok(ready)
+    Ok(sources
+        .into_iter()
+        .flat_map(|source| {
+            let documents = by_source.remove(&source.id).unwrap_or_default();
+            documents.into_iter().map(move |d| (source.clone(), d))
+        })
+        .collect())
+}
+
+/// The `ready` documents of every source in `scope`, newest first, in one query.
+pub async fn ready_documents(
+    ledger: &Ledger,
+    scope: &SourceScope,
+) -> Result<Vec<DocumentRecord>, AppError> {
+    Ok(ledger.store().ready_documents_in_scope(scope).await?)
 }
 
 /// Most pages one read returns, so one call cannot pull a 600-page document at once.

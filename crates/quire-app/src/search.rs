@@ -308,10 +308,10 @@ async fn matching_documents(
     scope: &SourceScope,
     filter: &Filter,
 ) -> Result<HashSet<DocumentId>, AppError> {
-    let ready = crate::documents::ready_in_scope(services, scope).await?;
+    let ready = crate::documents::ready_documents(services, scope).await?;
     Ok(ready
         .iter()
-        .filter(|(_, d)| {
+        .filter(|d| {
             filter.matches(&FilterTarget {
                 metadata: &d.metadata,
                 external_id: None,
@@ -319,7 +319,7 @@ async fn matching_documents(
                 created_at: d.created_at,
             })
         })
-        .map(|(_, d)| d.id)
+        .map(|d| d.id)
         .collect())
 }
 

@@ -92,6 +92,20 @@ impl Metadata {
         Self(entries).checked()
     }
 
+    /// The merge patch that turns this metadata into `wanted`: every key of `wanted`, and
+    /// `null` for each key of this one that `wanted` leaves out.
+    pub fn patch_to(&self, wanted: &Metadata) -> Value {
+        let mut patch: serde_json::Map<String, Value> =
+            self.0.keys().map(|k| (k.clone(), Value::Null)).collect();
+        for (key, value) in &wanted.0 {
+            patch.insert(
+                key.clone(),
+                serde_json::to_value(value).unwrap_or(Value::Null),
+            );
+        }
+        Value::Object(patch)
+    }
+
     /// The value of `key`, if set.
     pub fn get(&self, key: &str) -> Option<&MetadataValue> {
         self.0.get(key)
@@ -263,5 +277,13 @@ mod tests {
         assert!(metadata.merged(&json!("x")).is_err());
         assert!(metadata.merged(&json!({"bad key": 1})).is_err());
         assert_eq!(metadata.merged(&json!({})).unwrap(), metadata);
+    }
+
+    #[test]
+    fn the_patch_to_another_metadata_makes_it() {
+        let old = Metadata::from_json(&json!({"a": 1, "b": "x"})).unwrap();
+        let new = Metadata::from_json(&json!({"b": "y", "c": ["t"]})).unwrap();
+        assert_eq!(old.patch_to(&new), json!({"a": null, "b": "y", "c": ["t"]}));
+        assert_eq!(old.merged(&old.patch_to(&new)).unwrap(), new);
     }
 }

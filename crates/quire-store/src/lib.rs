@@ -85,6 +85,12 @@ pub trait Store: Send + Sync + 'static {
         scope: &SourceScope,
         source: SourceId,
     ) -> StoreResult<Option<Vec<DocumentRecord>>>;
+    /// The `ready` documents of every source in `scope`, newest first (one query however many
+    /// sources): what a search filter is evaluated over.
+    async fn ready_documents_in_scope(
+        &self,
+        scope: &SourceScope,
+    ) -> StoreResult<Vec<DocumentRecord>>;
     /// A page of the documents of one source (which must be in `scope`), newest first: at most
     /// `size` of those after `after` (from the newest without it), with the cursor of the next
     /// page when more follow. `None` when the source is missing or out of scope.

@@ -47,6 +47,7 @@ conformance! {
             a_bulk_of_documents_is_created_in_order_all_or_none,
             documents_are_listed_page_by_page_in_the_full_lists_order,
             metadata_is_stored_and_merged_within_scope,
+            ready_documents_are_listed_across_a_scope_in_one_call,
         ],
         jobs: [
             jobs_are_leased_finished_and_resumed,

@@ -573,20 +573,12 @@ pub(crate) async fn delete(
         return Ok(not_found(&signed, "document"));
     };
     if form.get("confirm") != Some("yes") {
-        return Ok((
-            StatusCode::BAD_REQUEST,
-            page(
-                NAV,
-                "Not deleted",
-                &signed.csrf,
-                html! {
-                    h1 { "Not deleted" }
-                    (alert("Tick the confirmation box to delete the document."))
-                    p { a href={ "/admin/documents/" (doc.id) } { "Back to the document" } }
-                },
-            ),
-        )
-            .into_response());
+        return Ok(refusal(
+            &signed,
+            "Not deleted",
+            "Tick the confirmation box to delete the document.",
+            &doc,
+        ));
     }
     match documents::delete(&state.app, &Actor::Admin, doc.source_id, doc.id).await {
         // Not found: deleted by someone else meanwhile; it is gone either way.
@@ -611,46 +603,44 @@ pub(crate) async fn edit_metadata(
     let Some((doc, _)) = document_of(&state, &id).await? else {
         return Ok(not_found(&signed, "document"));
     };
-    let refused = |message: String| {
-        (
-            StatusCode::BAD_REQUEST,
-            page(
-                NAV,
-                "Metadata not saved",
-                &signed.csrf,
-                html! {
-                    h1 { "Metadata not saved" }
-                    (alert(&message))
-                    p { a href={ "/admin/documents/" (doc.id) } { "Back to the document" } }
-                },
-            ),
-        )
-            .into_response()
-    };
+    let refused = |message: &str| refusal(&signed, "Metadata not saved", message, &doc);
     let text = form.get("metadata").unwrap_or("").trim();
     let text = if text.is_empty() { "{}" } else { text };
     let wanted = match quire_core::Metadata::parse(text) {
         Ok(metadata) => metadata,
-        Err(e) => return Ok(refused(e.0)),
+        Err(e) => return Ok(refused(&e.0)),
     };
-    // The whole object replaces the old one: keys it leaves out are removed.
-    let mut patch = serde_json::Map::new();
-    for (key, _) in doc.metadata.iter() {
-        patch.insert(key.clone(), serde_json::Value::Null);
-    }
-    if let serde_json::Value::Object(values) =
-        serde_json::to_value(&wanted).unwrap_or(serde_json::Value::Null)
-    {
-        patch.extend(values);
-    }
-    let patch = serde_json::Value::Object(patch);
-    match documents::patch_metadata(&state.app, &Actor::Admin, doc.source_id, doc.id, &patch).await
+    match documents::replace_metadata(&state.app, &Actor::Admin, doc.source_id, doc.id, &wanted)
+        .await
     {
         Ok(_) => Ok(Redirect::to(&format!("/admin/documents/{}", doc.id)).into_response()),
-        Err(AppError::Invalid(message)) => Ok(refused(message)),
+        Err(AppError::Invalid(message)) => Ok(refused(&message)),
         Err(AppError::NotFound(_)) => Ok(not_found(&signed, "document")),
         Err(e) => Err(e.into()),
     }
+}
+
+/// The 400 page of a refused change to `doc`, titled `title`, saying why.
+fn refusal(
+    signed: &Signed,
+    title: &str,
+    message: &str,
+    doc: &quire_core::DocumentRecord,
+) -> Response {
+    (
+        StatusCode::BAD_REQUEST,
+        page(
+            NAV,
+            title,
+            &signed.csrf,
+            html! {
+                h1 { (title) }
+                (alert(message))
+                p { a href={ "/admin/documents/" (doc.id) } { "Back to the document" } }
+            },
+        ),
+    )
+        .into_response()
 }
 
 /// A byte count as people read it: 100 MiB, 512 KiB, 900 bytes.

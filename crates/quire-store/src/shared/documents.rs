@@ -121,6 +121,22 @@ pub(crate) async fn list<B: Backend>(
         .map(Some)
 }
 
+/// [`crate::Store::ready_documents_in_scope`].
+pub(crate) async fn ready_in_scope<B: Backend>(
+    store: &B,
+    scope: &SourceScope,
+) -> StoreResult<Vec<DocumentRecord>> {
+    let query = Query::new(format!(
+        "SELECT {DOCUMENT_COLUMNS} FROM documents d WHERE d.status = 'ready' AND {}
+         ORDER BY d.created_at DESC, d.{} DESC",
+        B::in_scope("d.source_id", "$1"),
+        B::SEQ
+    ))
+    .bind(Arg::scope(scope));
+    let rows = store.read().await?.fetch_all(query).await?;
+    rows.iter().map(records::document).collect()
+}
+
 /// [`crate::Store::list_documents_page`].
 pub(crate) async fn list_page<B: Backend>(
     store: &B,

@@ -59,6 +59,13 @@ impl<B: Backend> Store for B {
         documents::list(self, scope, source).await
     }
 
+    async fn ready_documents_in_scope(
+        &self,
+        scope: &SourceScope,
+    ) -> StoreResult<Vec<DocumentRecord>> {
+        documents::ready_in_scope(self, scope).await
+    }
+
     async fn list_documents_page(
         &self,
         scope: &SourceScope,

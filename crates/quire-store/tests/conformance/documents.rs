@@ -463,3 +463,45 @@ pub(super) async fn metadata_is_stored_and_merged_within_scope(store: &dyn Store
         expected
     );
 }
+
+pub(super) async fn ready_documents_are_listed_across_a_scope_in_one_call(store: &dyn Store) {
+    let a = source(store, "ready A").await;
+    let b = source(store, "ready B").await;
+    let docs = [
+        document(store, a, "a1.txt").await,
+        document(store, b, "b1.txt").await,
+        document(store, a, "a2.txt").await,
+    ];
+    // Two of the three made ready, whichever the queue hands out first.
+    let mut finished = Vec::new();
+    for _ in 0..2 {
+        let job = store
+            .claim_job("w", t0(), t0() + Duration::minutes(5))
+            .await
+            .unwrap()
+            .unwrap();
+        store.finish_document(&job, chunks(1), t0()).await.unwrap();
+        finished.push(job.document_id);
+    }
+    finished.sort();
+    let in_a: Vec<DocumentId> = finished.iter().copied().filter(|d| *d != docs[1]).collect();
+    let ids = |scope: &SourceScope| {
+        let scope = scope.clone();
+        async move {
+            let mut ids: Vec<DocumentId> = store
+                .ready_documents_in_scope(&scope)
+                .await
+                .unwrap()
+                .iter()
+                .map(|d| d.id)
+                .collect();
+            ids.sort();
+            ids
+        }
+    };
+    assert_eq!(ids(&SourceScope::All).await, finished, "ready ones only");
+    let mut in_a = in_a;
+    in_a.sort();
+    assert_eq!(ids(&SourceScope::only([a])).await, in_a);
+    assert!(ids(&SourceScope::only([])).await.is_empty());
+}
