@@ -5,8 +5,8 @@
 //! words of each other (the chunker's overlap), which are taken out again here.
 
 use quire_core::{
-    ChunkDraft, DocumentCursor, DocumentId, DocumentRecord, DocumentStatus, PageSize, SourceId,
-    SourceScope,
+    ChunkDraft, DocumentCursor, DocumentId, DocumentRecord, DocumentStatus, ExternalId, PageSize,
+    SourceId, SourceScope, VersionRecord,
 };
 use quire_store::{DocumentPage, DocumentProgress};
 
@@ -66,9 +66,10 @@ pub async fn original(
         .get_document(scope, source, id)
         .await?
         .ok_or_else(|| not_found(id))?;
+    // The live version's bytes, stored under its index id.
     let file = services
         .ingest
-        .open_original(id)
+        .open_original(document.index_id)
         .await?
         .ok_or_else(|| not_found(id))?;
     Ok(Original { document, file })
@@ -116,9 +117,45 @@ async fn progress_of(
     })
 }
 
-/// The stored passages of document `id`, in order (for the administrator's document page).
-pub async fn passages(ledger: &Ledger, id: DocumentId) -> Result<Vec<ChunkDraft>, AppError> {
-    Ok(ledger.store().document_chunks(id).await?)
+/// The stored passages of `document`'s live version, in order (for the administrator's
+/// document page).
+pub async fn passages(
+    ledger: &Ledger,
+    document: &DocumentRecord,
+) -> Result<Vec<ChunkDraft>, AppError> {
+    Ok(ledger.store().document_chunks(document.index_id).await?)
+}
+
+/// Every version of document `id` of `source` in `scope`, oldest first; [`AppError::NotFound`]
+/// as for [`get`].
+pub async fn versions(
+    ledger: &Ledger,
+    scope: &SourceScope,
+    source: SourceId,
+    id: DocumentId,
+) -> Result<Vec<VersionRecord>, AppError> {
+    ledger
+        .store()
+        .document_versions(scope, source, id)
+        .await?
+        .ok_or_else(|| not_found(id))
+}
+
+/// The document of `source` (in `scope`) with the caller's `external_id`, if there is one;
+/// [`AppError::NotFound`] when the source is missing or out of scope.
+pub async fn find_by_external_id(
+    ledger: &Ledger,
+    scope: &SourceScope,
+    source: SourceId,
+    external_id: &ExternalId,
+) -> Result<Option<DocumentRecord>, AppError> {
+    if ledger.store().get_source(scope, source).await?.is_none() {
+        return Err(AppError::NotFound("data source not found".into()));
+    }
+    Ok(ledger
+        .store()
+        .find_document_by_external_id(scope, source, external_id)
+        .await?)
 }
 
 /// Changes the metadata of document `id` of `source` (in the actor's scope) by `patch`, a JSON
@@ -279,7 +316,7 @@ pub async fn read_pages(
             next_page: None,
         });
     }
-    let chunks = ledger.store().document_chunks(id).await?;
+    let chunks = ledger.store().document_chunks(document.index_id).await?;
     let last = first.saturating_add(count - 1);
     let pages = page_texts(chunks.iter().filter(|c| (first..=last).contains(&c.page)));
     let next_page = chunks.iter().map(|c| c.page).filter(|p| *p > last).min();

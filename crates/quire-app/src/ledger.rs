@@ -104,14 +104,20 @@ impl Ledger {
         match &self.engine {
             Engine::Serving(ingest) => Ok(ingest.delete(scope, source, id).await?),
             Engine::Offline { originals, .. } => {
-                let Some(document) = self.store.delete_document(scope, source, id).await? else {
+                let Some(deleted) = self
+                    .store
+                    .delete_document(scope, source, id, self.clock.now())
+                    .await?
+                else {
                     return Ok(None);
                 };
-                if let Err(e) = originals.remove(id).await {
-                    // The row is gone; the next start's sweep removes the file.
-                    tracing::warn!(error = %e, %id, "could not remove the original file");
+                for index_id in &deleted.index_ids {
+                    if let Err(e) = originals.remove(*index_id).await {
+                        // The row is gone; the next start's sweep removes the file.
+                        tracing::warn!(error = %e, %index_id, "could not remove an original file");
+                    }
                 }
-                Ok(Some(document))
+                Ok(Some(deleted.document))
             }
         }
     }

@@ -18,6 +18,8 @@ use quire_search::{
 
 use serde::Serialize;
 
+use quire_store::DocumentHit;
+
 use crate::{AppError, Services};
 
 /// Extra hits fetched beyond `limit`, to make up for stale ones dropped after the store check.
@@ -309,17 +311,19 @@ async fn matching_documents(
     filter: &Filter,
 ) -> Result<HashSet<DocumentId>, AppError> {
     let ready = crate::documents::ready_documents(services, scope).await?;
+    // The index ids a matching document's entries may be under: its live version's, and the
+    // one before it (still indexed where the switch has not been applied yet).
     Ok(ready
         .iter()
         .filter(|d| {
             filter.matches(&FilterTarget {
                 metadata: &d.metadata,
-                external_id: None,
+                external_id: d.external_id.as_ref().map(|e| e.as_str()),
                 document_id: d.id,
                 created_at: d.created_at,
             })
         })
-        .map(|d| d.id)
+        .flat_map(|d| std::iter::once(d.index_id).chain(d.previous_index_id))
         .collect())
 }
 
@@ -421,6 +425,10 @@ async fn resolve(
     } else {
         ranked
     };
+    // Index ids among the candidates: a document whose live version is among them is never
+    // also shown from the version before it (still indexed on a node that has not applied the
+    // switch, or for the moment after it here).
+    let candidates: HashSet<DocumentId> = ranked.iter().map(|r| r.document_id).collect();
     let mut ranked = ranked.into_iter();
     let mut results = Vec::with_capacity(limit);
     while results.len() < limit {
@@ -431,7 +439,7 @@ async fn resolve(
         if window.is_empty() {
             break;
         }
-        results.extend(resolve_window(services, scope, window, &mut passages).await?);
+        results.extend(resolve_window(services, scope, window, &mut passages, &candidates).await?);
     }
     results.truncate(limit);
     Ok(results)
@@ -504,6 +512,7 @@ async fn resolve_window(
     scope: &SourceScope,
     ranked: Vec<Ranked>,
     passages: &mut Passages,
+    candidates: &HashSet<DocumentId>,
 ) -> Result<Vec<SearchResult>, AppError> {
     let missing = missing_passages(&ranked, passages);
     let mut ids = Vec::new();
@@ -514,7 +523,7 @@ async fn resolve_window(
         }
     }
     // Two independent reads: run them at once.
-    let (stored, documents) = tokio::join!(
+    let (stored, documents_read) = tokio::join!(
         async {
             if missing.is_empty() {
                 Ok(Vec::new())
@@ -525,7 +534,25 @@ async fn resolve_window(
         services.store.ready_documents(scope, &ids)
     );
     remember(passages, stored?);
-    let documents: HashMap<_, _> = documents?.into_iter().map(|d| (d.id, d)).collect();
+    // Hits carry the index id of a document's live version, or of the version before it:
+    // that one is shown only where the switch has not reached this node's index yet (the
+    // live version neither among the candidates nor in the index), so a document is never
+    // missing and never found twice.
+    let mut documents: HashMap<DocumentId, Arc<DocumentHit>> = HashMap::new();
+    for hit in documents_read? {
+        let hit = Arc::new(hit);
+        if let Some(previous) = hit.previous_index_id
+            && !candidates.contains(&hit.index_id)
+            && ranked.iter().any(|r| r.document_id == previous)
+            && !services
+                .index
+                .contains_document(hit.index_id)
+                .map_err(|e| AppError::internal(&e))?
+        {
+            documents.insert(previous, Arc::clone(&hit));
+        }
+        documents.insert(hit.index_id, hit);
+    }
     Ok(ranked
         .into_iter()
         .filter_map(|r| {

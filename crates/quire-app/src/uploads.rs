@@ -7,7 +7,7 @@
 use std::pin::pin;
 
 use futures_util::{Stream, StreamExt};
-use quire_core::{SourceId, SourceScope};
+use quire_core::{DocumentId, SourceId, SourceScope};
 use quire_ingest::StageError;
 pub use quire_ingest::{Upload, clean_file_name};
 use quire_store::Created;
@@ -116,7 +116,8 @@ where
         name,
         content_type,
         staged,
-        metadata: Default::default(),
+        metadata: None,
+        external_id: None,
     })
 }
 
@@ -138,24 +139,51 @@ pub async fn accept(
     Ok(created)
 }
 
-/// The audit entry of an upload that created a document.
+/// Stores a staged upload as a new version of document `id` of `source` (in the actor's
+/// scope): [`Created::Version`], or [`Created::Existing`] when the document's newest version
+/// has these bytes (then only the metadata given, if any, replaced the document's). The live
+/// version stays searchable until the new one is ready.
+pub async fn accept_version(
+    services: &Services,
+    actor: &Actor,
+    source: SourceId,
+    id: DocumentId,
+    upload: Upload,
+) -> Result<Created, AppError> {
+    let created = services
+        .ingest
+        .accept_version(actor.scope(), source, id, upload)
+        .await?
+        .ok_or_else(|| AppError::NotFound("document not found".into()))?;
+    record_upload(services, actor, &created).await?;
+    Ok(created)
+}
+
+/// The audit entry of an upload that created a document or a version.
 async fn record_upload(
     services: &Services,
     actor: &Actor,
     created: &Created,
 ) -> Result<(), AppError> {
-    if let Created::New(document) = created {
-        audit::record(
-            services,
-            actor,
-            "document.uploaded",
-            format!(
-                "{} ({}) in {}",
-                document.name, document.id, document.source_id
-            ),
-        )
-        .await?;
-    }
+    let (action, document) = match created {
+        Created::New(document) => ("document.uploaded", document),
+        Created::Version(document) => ("document.version_uploaded", document),
+        Created::Existing(_) => return Ok(()),
+    };
+    let version = match created {
+        Created::Version(d) => d.next_version.as_ref().map_or(d.version, |n| n.version),
+        _ => document.version,
+    };
+    audit::record(
+        services,
+        actor,
+        action,
+        format!(
+            "{} ({}) version {version} in {}",
+            document.name, document.id, document.source_id
+        ),
+    )
+    .await?;
     Ok(())
 }
 

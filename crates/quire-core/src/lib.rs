@@ -14,6 +14,7 @@ pub mod page;
 pub mod permission;
 pub mod scope;
 pub mod secret;
+pub mod version;
 pub mod webhook;
 
 pub use clock::{Clock, ManualClock, SystemClock};
@@ -31,4 +32,5 @@ pub use page::{DocumentCursor, PageSize};
 pub use permission::Permission;
 pub use scope::SourceScope;
 pub use secret::Secret;
+pub use version::{ExternalId, NextVersion, VersionRecord, VersionStatus};
 pub use webhook::{UnknownWebhookEvent, WebhookEvent, wire_timestamp};

@@ -118,6 +118,19 @@ pub struct DocumentRecord {
     pub sha256: String,
     /// What the caller says the document is (empty when none was given).
     pub metadata: crate::Metadata,
+    /// The caller's own key for it, unique within its source, when one was given.
+    pub external_id: Option<crate::ExternalId>,
+    /// The live version: the one searched and cited (name, size, media type and SHA-256
+    /// above are its).
+    pub version: u32,
+    /// The id the live version's chunks are indexed under (the document's id for version 1).
+    pub index_id: DocumentId,
+    /// The id the version before the live one was indexed under, kept until the next switch
+    /// so that a node whose indexes have not caught up with the switch still finds the
+    /// document.
+    pub previous_index_id: Option<DocumentId>,
+    /// A newer version being processed, waiting for review, or failed, when there is one.
+    pub next_version: Option<crate::NextVersion>,
     /// Upload time.
     pub created_at: DateTime<Utc>,
     /// Time of the last status change.
@@ -127,7 +140,8 @@ pub struct DocumentRecord {
 /// A document about to be created, its original already on disk.
 #[derive(Debug, Clone)]
 pub struct NewDocument {
-    /// Identifier chosen by the caller (the original file is stored under it).
+    /// Identifier chosen by the caller: the original file is stored under it, and it is the
+    /// new document's id or, for a new version of an existing document, the version's index id.
     pub id: DocumentId,
     /// Owning source.
     pub source_id: SourceId,
@@ -139,8 +153,12 @@ pub struct NewDocument {
     pub size: u64,
     /// Hex SHA-256.
     pub sha256: String,
-    /// The caller's metadata.
-    pub metadata: crate::Metadata,
+    /// The caller's metadata. For a new version of an existing document, `None` keeps the
+    /// document's metadata; for a new document it is the same as empty.
+    pub metadata: Option<crate::Metadata>,
+    /// The caller's own key: bytes uploaded under an external id the source already holds
+    /// become a new version of that document.
+    pub external_id: Option<crate::ExternalId>,
     /// Upload time.
     pub created_at: DateTime<Utc>,
 }

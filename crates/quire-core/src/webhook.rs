@@ -20,14 +20,18 @@ pub enum WebhookEvent {
     /// Personal data was found in the document.
     #[serde(rename = "document.pii_detected")]
     DocumentPiiDetected,
+    /// The document was deleted, with every version.
+    #[serde(rename = "document.deleted")]
+    DocumentDeleted,
 }
 
 impl WebhookEvent {
     /// Every event, in the order they are documented.
-    pub const ALL: [WebhookEvent; 3] = [
+    pub const ALL: [WebhookEvent; 4] = [
         Self::DocumentReady,
         Self::DocumentFailed,
         Self::DocumentPiiDetected,
+        Self::DocumentDeleted,
     ];
 
     /// The wire name, such as `document.ready`.
@@ -36,6 +40,7 @@ impl WebhookEvent {
             Self::DocumentReady => "document.ready",
             Self::DocumentFailed => "document.failed",
             Self::DocumentPiiDetected => "document.pii_detected",
+            Self::DocumentDeleted => "document.deleted",
         }
     }
 }
@@ -49,8 +54,8 @@ impl fmt::Display for WebhookEvent {
 /// The text was not one of the webhook event names.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown webhook event {0:?}; expected document.ready, document.failed or \
-     document.pii_detected"
+    "unknown webhook event {0:?}; expected document.ready, document.failed, \
+     document.pii_detected or document.deleted"
 )]
 pub struct UnknownWebhookEvent(pub String);
 
@@ -105,12 +110,12 @@ mod tests {
 
     #[test]
     fn unknown_names_list_the_valid_ones() {
-        let err = "document.deleted".parse::<WebhookEvent>().unwrap_err();
+        let err = "document.updated".parse::<WebhookEvent>().unwrap_err();
         let message = err.to_string();
         for event in WebhookEvent::ALL {
             assert!(message.contains(event.as_str()), "{message}");
         }
-        assert!(message.contains("document.deleted"));
+        assert!(message.contains("document.updated"));
         assert!("DocumentReady".parse::<WebhookEvent>().is_err());
     }
 

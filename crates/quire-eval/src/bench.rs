@@ -200,14 +200,15 @@ pub(crate) async fn ingest_files(
             name: file.name,
             content_type: file.content_type,
             staged: staged.finish().await?,
-            metadata: Default::default(),
+            metadata: None,
+            external_id: None,
         };
         let document = match parts
             .ingest
             .accept(&SourceScope::All, source.id, upload)
             .await?
         {
-            Created::New(d) | Created::Existing(d) => d,
+            Created::New(d) | Created::Existing(d) | Created::Version(d) => d,
         };
         ids.push(document.id);
         stored.inc(1);

@@ -168,9 +168,10 @@ pub async fn answer_citations(
     let (mut page, mut document, mut nothing) = (0.0, 0.0, 0.0);
     let mut generator = String::new();
     for (q, evidence) in &asked {
-        let answer = quire_app::answers::answer_collected(state, key, &SourceScope::All, &q.text)
-            .await
-            .map_err(|message| anyhow::anyhow!("answering {:?}: {message}", q.text))?;
+        let answer =
+            quire_app::answers::answer_collected(state, key, &SourceScope::All, &q.text, None)
+                .await
+                .map_err(|message| anyhow::anyhow!("answering {:?}: {message}", q.text))?;
         generator = answer.generator;
         let cited: Vec<Page> = answer
             .citations

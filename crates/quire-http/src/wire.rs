@@ -4,7 +4,7 @@
 use quire_app::records::DocumentProgress;
 use quire_app::search::SearchResult;
 use quire_core::wire_timestamp as iso;
-use quire_core::{DocumentRecord, SourceRecord};
+use quire_core::{DocumentRecord, SourceRecord, VersionRecord};
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
@@ -99,6 +99,18 @@ pub struct DocumentJson {
     /// boolean or an array of strings); `{}` when none were given.
     #[schema(value_type = Object)]
     metadata: quire_core::Metadata,
+    /// The uploader's own key for it (a path, URL or CMS id), unique within its source; `null`
+    /// when none was given.
+    external_id: Option<String>,
+    /// The live version (1, 2, …): the one searched, cited and downloaded.
+    version: u32,
+    /// A newer version that is not live: being processed, waiting for review, or failed (with
+    /// its reason). The live version stays searchable meanwhile. Absent when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next_version: Option<NextVersionJson>,
+    /// Every version, oldest first (detail only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    versions: Option<Vec<VersionJson>>,
     /// When it was uploaded.
     #[schema(format = DateTime)]
     created_at: String,
@@ -110,7 +122,66 @@ pub struct DocumentJson {
     progress: Option<ProgressJson>,
 }
 
+/// A newer version of a document than the live one.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NextVersionJson {
+    /// Its number.
+    version: u32,
+    /// `queued`, `processing`, `pending_review` or `failed`.
+    status: &'static str,
+    /// Why it failed (`failed` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+/// One version of a document.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VersionJson {
+    /// Its number, from 1.
+    version: u32,
+    /// The file name it was uploaded with.
+    name: String,
+    /// Size in bytes.
+    size: u64,
+    /// Media type.
+    content_type: String,
+    /// SHA-256 of its bytes, hex.
+    sha256: String,
+    /// `queued`, `processing`, `pending_review`, `ready` (live, or the one before the live
+    /// one), `failed` or `superseded` (a newer version took its place).
+    status: &'static str,
+    /// Why it failed (`failed` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    /// When it was uploaded.
+    #[schema(format = DateTime)]
+    created_at: String,
+}
+
+impl From<&VersionRecord> for VersionJson {
+    fn from(v: &VersionRecord) -> Self {
+        Self {
+            version: v.version,
+            name: v.name.clone(),
+            size: v.size,
+            content_type: v.content_type.clone(),
+            sha256: v.sha256.clone(),
+            status: v.status.as_str(),
+            error: v.error.clone(),
+            created_at: iso(v.created_at),
+        }
+    }
+}
+
 impl DocumentJson {
+    /// The record with every version listed.
+    pub fn with_versions(mut self, versions: &[VersionRecord]) -> Self {
+        self.versions = Some(versions.iter().map(VersionJson::from).collect());
+        self
+    }
+
     /// The record with its processing progress, when there is any.
     pub fn with_progress(mut self, progress: Option<&DocumentProgress>) -> Self {
         self.progress = progress.map(|p| ProgressJson {
@@ -170,6 +241,14 @@ impl From<&DocumentRecord> for DocumentJson {
             content_type: d.content_type.clone(),
             sha256: d.sha256.clone(),
             metadata: d.metadata.clone(),
+            external_id: d.external_id.as_ref().map(|e| e.as_str().to_owned()),
+            version: d.version,
+            next_version: d.next_version.as_ref().map(|n| NextVersionJson {
+                version: n.version,
+                status: n.status.as_str(),
+                error: n.error.clone(),
+            }),
+            versions: None,
             created_at: iso(d.created_at),
             updated_at: iso(d.updated_at),
             progress: None,

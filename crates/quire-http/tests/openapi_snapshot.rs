@@ -45,14 +45,14 @@ fn the_document_is_openapi_3_1_with_every_operation() {
         .values()
         .map(|item| item.as_object().map_or(0, |ops| ops.len()))
         .sum();
-    // 22 Agent API operations, the version endpoint and this document.
-    assert_eq!(operations, 24, "{:?}", paths.keys().collect::<Vec<_>>());
+    // 23 Agent API operations, the version endpoint and this document.
+    assert_eq!(operations, 25, "{:?}", paths.keys().collect::<Vec<_>>());
     assert_eq!(
         document["components"]["securitySchemes"]["bearer"]["scheme"],
         "bearer"
     );
     let webhooks = document["webhooks"].as_object().expect("webhooks");
-    assert_eq!(webhooks.len(), 3);
+    assert_eq!(webhooks.len(), 4);
     let search = &paths["/api/v1/search"]["post"]["responses"];
     for status in ["200", "400", "401", "429", "500", "503"] {
         assert!(search.get(status).is_some(), "search lacks {status}");

@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use futures_util::FutureExt;
 use quire_core::{Clock, DocumentId};
+use quire_files::OriginalStore;
 use quire_search::{Committed, KeywordIndex, VectorIndex};
 use quire_store::{ClaimedJob, FinishOutcome, ProcessedDocument, Store};
 use tokio::sync::{mpsc, oneshot};
@@ -36,9 +37,19 @@ pub(crate) struct Indexes {
     /// On a shared store: where documents indexed here and made ready are recorded, so this
     /// node's feed follower does not index them again.
     pub(crate) indexed_here: Option<IndexedHere>,
+    /// Where the versions' originals are kept.
+    pub(crate) originals: Arc<dyn OriginalStore>,
 }
 
 impl Indexes {
+    /// Removes the original of a version no longer wanted (replaced or superseded); a failure
+    /// leaves a file the next start's sweep removes.
+    pub(crate) async fn forget_original(&self, id: DocumentId) {
+        if let Err(e) = self.originals.remove(id).await {
+            tracing::warn!(version = %id, error = %e, "could not remove a replaced original");
+        }
+    }
+
     /// Removes a document's chunks and vectors, so searches stop finding it at once.
     pub(crate) async fn remove(&self, id: DocumentId) -> Result<(), IngestError> {
         self.keyword.submit_delete(id).wait().await?;
@@ -186,7 +197,8 @@ impl Finish {
             mut progress,
             committed,
         } = self;
-        let id = job.document_id;
+        let id = job.index_id;
+        let replaces = job.replaces;
         if let Err(e) = committed.wait().await {
             tracing::error!(error = %e, "indexing failed");
             // The failed batch was rolled back; the vectors go with the failure.
@@ -209,10 +221,21 @@ impl Finish {
                 if let Some(indexed_here) = &indexes.indexed_here {
                     indexed_here.record(id);
                 }
+                // The version it replaced is no longer resolvable here once this one is live,
+                // and its original is not served any more.
+                if let Some(replaced) = replaces {
+                    indexes.remove(replaced).await?;
+                    indexes.forget_original(replaced).await;
+                }
                 tracing::info!(chunks = chunk_count, "document ready");
             }
-            // Deleted while we worked: take back what was just indexed.
+            // Deleted, or replaced by a newer version, while we worked: take back what was
+            // just indexed.
             FinishOutcome::DocumentGone => indexes.remove(id).await?,
+            FinishOutcome::Superseded => {
+                indexes.remove(id).await?;
+                indexes.forget_original(id).await;
+            }
             FinishOutcome::LeaseLost => {
                 tracing::warn!("lost the job's lease; another worker has it")
             }
@@ -293,7 +316,7 @@ mod tests {
         }
         let deleted = jobs[7].document_id;
         store
-            .delete_document(&SourceScope::All, source, deleted)
+            .delete_document(&SourceScope::All, source, deleted, chrono::Utc::now())
             .await
             .unwrap();
 
@@ -334,6 +357,9 @@ mod tests {
                 keyword: Arc::clone(&keyword),
                 vectors: None,
                 indexed_here: None,
+                originals: Arc::new(
+                    quire_files::LocalFiles::open(&dir.path().join("files")).unwrap(),
+                ),
             },
             lease: Lease {
                 store: Arc::clone(&store),

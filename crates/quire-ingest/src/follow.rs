@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt as _;
 use quire_core::{DocumentId, DocumentStatus};
-use quire_search::{IndexedChunk, KeywordIndex};
+use quire_search::{Committed, IndexedChunk, KeywordIndex};
 use quire_store::{ChunkVectors, IndexChange, IndexChangeKind, Store};
 
 use crate::semantic::Semantic;
@@ -155,7 +155,7 @@ impl FeedFollower {
             .buffered(PREFETCH);
         let mut commits = Vec::with_capacity(changes.len());
         while let Some((change, fetched)) = fetched.next().await {
-            let id = change.document_id;
+            let id = change.index_id;
             match change.kind {
                 IndexChangeKind::Ready => {
                     let Some(ready) = fetched? else {
@@ -170,12 +170,15 @@ impl FeedFollower {
                         self.keyword
                             .submit_replace(id, change.source_id, ready.chunks),
                     );
+                    // The new version is found here from now on; the one it replaced goes.
+                    if let Some(replaced) = change.replaced {
+                        commits.push(self.remove(replaced).await?);
+                    }
                 }
                 IndexChangeKind::Removed => {
-                    commits.push(self.keyword.submit_delete(id));
-                    if let Some(semantic) = &self.semantic {
-                        let vectors = Arc::clone(semantic.vectors());
-                        blocking(move || vectors.delete_document(id)).await??;
+                    commits.push(self.remove(id).await?);
+                    if let Some(previous) = change.replaced {
+                        commits.push(self.remove(previous).await?);
                     }
                 }
             }
@@ -186,20 +189,32 @@ impl FeedFollower {
         Ok(())
     }
 
+    /// Removes the entries indexed under `id` from the vector replica at once and from the
+    /// keyword index with its next commit, which the returned value waits for.
+    async fn remove(&self, id: DocumentId) -> Result<Committed, IngestError> {
+        let committed = self.keyword.submit_delete(id);
+        if let Some(semantic) = &self.semantic {
+            let vectors = Arc::clone(semantic.vectors());
+            blocking(move || vectors.delete_document(id)).await??;
+        }
+        Ok(committed)
+    }
+
     /// What a `ready` change needs from the store: nothing for a document this node indexed
     /// itself, or one that is gone or no longer ready (the change that took it away comes
     /// later in the feed); else its chunks as the keyword index takes them and the vectors
     /// the embedding node stored, when they are of this node's model (the backfill embeds
     /// the others here). A `removed` change needs nothing.
     async fn fetch(&self, change: &IndexChange) -> Result<Option<ReadyDocument>, IngestError> {
-        let id = change.document_id;
+        let id = change.index_id;
         if change.kind != IndexChangeKind::Ready || self.indexed_here.take(id) {
             return Ok(None);
         }
-        let Some(document) = self.store.find_document(id).await? else {
+        let Some(document) = self.store.find_document(change.document_id).await? else {
             return Ok(None);
         };
-        if document.status != DocumentStatus::Ready {
+        // A version replaced meanwhile: the change that made the newer one live comes later.
+        if document.status != DocumentStatus::Ready || document.index_id != id {
             return Ok(None);
         }
         let chunks = self.store.document_chunks(id).await?;

@@ -371,8 +371,9 @@ mod tests {
     }
 
     fn test_document() -> quire_core::DocumentRecord {
+        let id = quire_core::DocumentId::new();
         quire_core::DocumentRecord {
-            id: quire_core::DocumentId::new(),
+            id,
             source_id: quire_core::SourceId::new(),
             name: "upload".into(),
             status: quire_core::DocumentStatus::PendingReview,
@@ -383,6 +384,11 @@ mod tests {
             content_type: "text/plain".into(),
             sha256: String::new(),
             metadata: Default::default(),
+            external_id: None,
+            version: 1,
+            index_id: id,
+            previous_index_id: None,
+            next_version: None,
             created_at: chrono::Utc::now(),
             updated_at: chrono::Utc::now(),
         }

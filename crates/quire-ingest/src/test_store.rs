@@ -49,6 +49,7 @@ pub(crate) async fn claimed_document_at(
             size: 1,
             sha256: format!("{n:064}"),
             metadata: Default::default(),
+            external_id: None,
             created_at: now,
         })
         .await

@@ -154,7 +154,8 @@ impl Fixture {
             name: name.into(),
             content_type: Some("text/plain".into()),
             staged: staged.finish().await.unwrap(),
-            metadata: Default::default(),
+            metadata: None,
+            external_id: None,
         };
         self.ingest
             .accept(&SourceScope::All, self.source, upload)
@@ -350,7 +351,7 @@ async fn what_a_crashed_deletion_left_is_removed_at_start() {
     );
     // The row goes, then the process dies before the entries and the original follow.
     f.store
-        .delete_document(&SourceScope::All, f.source, gone)
+        .delete_document(&SourceScope::All, f.source, gone, chrono::Utc::now())
         .await
         .unwrap()
         .unwrap();

@@ -143,7 +143,8 @@ impl Fixture {
             name: "notes.txt".into(),
             content_type: Some("text/plain".into()),
             staged: staged.finish().await.unwrap(),
-            metadata: Default::default(),
+            metadata: None,
+            external_id: None,
         };
         self.ingest
             .accept(&SourceScope::All, self.source, upload)
@@ -157,7 +158,8 @@ impl Fixture {
             name: format!("{}.txt", text.len()),
             content_type: Some("text/plain".into()),
             staged: staged.finish().await.unwrap(),
-            metadata: Default::default(),
+            metadata: None,
+            external_id: None,
         }
     }
 
@@ -238,6 +240,7 @@ async fn a_job_whose_original_cannot_be_fetched_waits_for_its_retry_delay() {
             size: 5,
             sha256: "0".repeat(64),
             metadata: Default::default(),
+            external_id: None,
             created_at: now,
         })
         .await

@@ -13,7 +13,10 @@ use quire_app::records::{Created, RateBucket};
 use quire_app::scope::requested_scope;
 use quire_app::uploads;
 use quire_app::{Actor, AppError};
-use quire_core::{ApiKeyRecord, DocumentId, Permission, SearchLimit, SearchQuery, SourceId};
+use quire_core::{
+    ApiKeyRecord, DocumentCursor, DocumentId, PageSize, Permission, SearchLimit, SearchQuery,
+    SourceId,
+};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ProgressNotificationParam};
 use rmcp::service::RequestContext;
@@ -74,6 +77,12 @@ pub(crate) struct AskArgs {
 pub(crate) struct ListDocumentsArgs {
     /// The data source (an id from `list_sources`).
     source_id: String,
+    /// Documents per page, 1 to 1000. Without it, every document at once.
+    limit: Option<u32>,
+    /// Where the page starts: the `nextCursor` of the previous page (with `limit`).
+    cursor: Option<String>,
+    /// Only the document with this external id (your own key for it, given at upload).
+    external_id: Option<String>,
 }
 
 /// `get_document`'s arguments.
@@ -110,8 +119,13 @@ pub(crate) struct UploadArgs {
     content_type: Option<String>,
     /// What the document is, as a flat JSON object: keys of letters, digits, `_`, `-` and
     /// `.` (at most 64 characters), values a string, a number, a boolean or an array of
-    /// strings (`{"department": "legal", "year": 2024}`).
+    /// strings (`{"department": "legal", "year": 2024}`). For a new version, leaving it out
+    /// keeps the document's metadata.
     metadata: Option<serde_json::Map<String, Value>>,
+    /// Your own key for the document (a path, URL or CMS id; 1 to 512 characters), unique in
+    /// the source: uploading again with the same `externalId` makes the content a new version
+    /// of the same document, which replaces the old one once it is processed.
+    external_id: Option<String>,
 }
 
 /// Turns a use case's outcome into a tool result: JSON on success, a refusal otherwise.
@@ -192,8 +206,10 @@ impl QuireMcp {
     /// The documents of one source.
     #[tool(
         description = "List the documents of one data source, newest first: id, name, status \
-        (only `ready` documents are searchable), pageCount, size, contentType and the \
-        document's resource `uri`."
+        (only `ready` documents are searchable), pageCount, size, contentType, externalId, \
+        version and the document's resource `uri`. With `limit`, one page and `nextCursor` \
+        (pass it as `cursor` for the next page) while more follow; with `externalId`, only \
+        that document."
     )]
     async fn list_documents(
         &self,
@@ -336,9 +352,41 @@ impl QuireMcp {
     ) -> Result<Value, AppError> {
         let key = key_with(context, Permission::Read)?;
         let source: SourceId = parse_id("sourceId", &args.source_id)?;
-        let documents = quire_app::documents::list(&self.services, &key.scope, source).await?;
-        let documents: Vec<DocumentOut> = documents.iter().map(DocumentOut::from).collect();
-        Ok(json!({ "documents": documents }))
+        if let Some(raw) = &args.external_id {
+            let external_id = quire_core::ExternalId::parse(raw)
+                .map_err(|e| AppError::Invalid(format!("`externalId`: {}", e.0)))?;
+            let found = quire_app::documents::find_by_external_id(
+                &self.services,
+                &key.scope,
+                source,
+                &external_id,
+            )
+            .await?;
+            let documents: Vec<DocumentOut> = found.iter().map(DocumentOut::from).collect();
+            return Ok(json!({ "documents": documents }));
+        }
+        let Some(limit) = args.limit else {
+            if args.cursor.is_some() {
+                return Err(AppError::Invalid("`cursor` goes with `limit`".into()));
+            }
+            let documents = quire_app::documents::list(&self.services, &key.scope, source).await?;
+            let documents: Vec<DocumentOut> = documents.iter().map(DocumentOut::from).collect();
+            return Ok(json!({ "documents": documents }));
+        };
+        let size = PageSize::parse(&limit.to_string()).map_err(|e| AppError::Invalid(e.0))?;
+        let after = args
+            .cursor
+            .as_deref()
+            .map(DocumentCursor::parse)
+            .transpose()
+            .map_err(|e| AppError::Invalid(e.0))?;
+        let page = quire_app::documents::list_page(&self.services, &key.scope, source, after, size)
+            .await?;
+        let documents: Vec<DocumentOut> = page.documents.iter().map(DocumentOut::from).collect();
+        Ok(json!({
+            "documents": documents,
+            "nextCursor": page.next.map(|c| c.encode()),
+        }))
     }
 
     async fn run_get_document(
@@ -386,10 +434,18 @@ impl QuireMcp {
             ));
         }
         let metadata = match &args.metadata {
-            Some(object) => quire_core::Metadata::from_json(&Value::Object(object.clone()))
-                .map_err(|e| AppError::Invalid(e.0))?,
-            None => quire_core::Metadata::default(),
+            Some(object) => Some(
+                quire_core::Metadata::from_json(&Value::Object(object.clone()))
+                    .map_err(|e| AppError::Invalid(e.0))?,
+            ),
+            None => None,
         };
+        let external_id = args
+            .external_id
+            .as_deref()
+            .map(quire_core::ExternalId::parse)
+            .transpose()
+            .map_err(|e| AppError::Invalid(format!("`externalId`: {}", e.0)))?;
         uploads::check_source(services, &key.scope, source).await?;
         let chunks = futures_util::stream::iter([Ok::<_, Infallible>(bytes)]);
         let mut upload =
@@ -400,9 +456,11 @@ impl QuireMcp {
                     Err(never) => match never {},
                 })?;
         upload.metadata = metadata;
+        upload.external_id = external_id;
         let created = uploads::accept(services, &Actor::key(&key), source, upload).await?;
         let status = match created {
             Created::New(_) => "accepted",
+            Created::Version(_) => "new_version",
             Created::Existing(_) => "duplicate",
         };
         Ok(json!({

@@ -41,6 +41,12 @@ pub(crate) struct DocumentOut {
     content_type: String,
     #[serde(skip_serializing_if = "quire_core::Metadata::is_empty")]
     metadata: quire_core::Metadata,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    external_id: Option<String>,
+    version: u32,
+    /// A newer version not live yet (processing, waiting for review, or failed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next_version: Option<serde_json::Value>,
     created_at: String,
     uri: String,
 }
@@ -58,6 +64,15 @@ impl From<&DocumentRecord> for DocumentOut {
             size: d.size,
             content_type: d.content_type.clone(),
             metadata: d.metadata.clone(),
+            external_id: d.external_id.as_ref().map(|e| e.as_str().to_owned()),
+            version: d.version,
+            next_version: d.next_version.as_ref().map(|n| {
+                serde_json::json!({
+                    "version": n.version,
+                    "status": n.status.as_str(),
+                    "error": n.error,
+                })
+            }),
             created_at: d.created_at.to_rfc3339(),
             uri: crate::resources::uri(d.source_id, d.id),
         }

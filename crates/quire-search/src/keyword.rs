@@ -8,6 +8,7 @@
 //! [`statement_names`].
 
 mod expand;
+mod presence;
 mod query;
 mod statement_names;
 mod writer;

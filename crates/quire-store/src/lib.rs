@@ -24,19 +24,19 @@ pub use sqlite::SqliteStore;
 pub use sqlx::Error as SqlxError;
 pub use types::{
     AdminSession, AuditEntry, ChunkVectors, ClaimedJob, ClusterNode, ConversationRecord, Created,
-    DecidedReview, DeliveryAttempt, DocumentHit, DocumentPage, DocumentProgress, FinishOutcome,
-    HeldDocument, IndexChange, IndexChangeKind, MessageRecord, NewDeliveryAttempt, NewMessage,
-    NewWebhook, PendingDelivery, PoolStats, ProcessedDocument, ProcessingStage, QueueLimits,
-    QueueRefusal, QueueView, RateBucket, RateWindow, ReviewDecision, ReviewRecord, StoredChunk,
-    TicketPlace, WebhookRecord,
+    DecidedReview, DeletedDocument, DeliveryAttempt, DocumentHit, DocumentPage, DocumentProgress,
+    FinishOutcome, HeldDocument, IndexChange, IndexChangeKind, MessageRecord, NewDeliveryAttempt,
+    NewMessage, NewWebhook, PendingDelivery, PoolStats, ProcessedDocument, ProcessingStage,
+    QueueLimits, QueueRefusal, QueueView, RateBucket, RateWindow, ReviewDecision, ReviewRecord,
+    StoredChunk, TicketPlace, WebhookRecord,
 };
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use quire_core::{
     ApiKeyRecord, ChunkDraft, ConversationId, DocumentCursor, DocumentId, DocumentRecord,
-    DocumentStatus, KeyId, NewApiKey, NewDocument, NewSource, PageSize, SourceId, SourceRecord,
-    SourceScope, WebhookEvent, WebhookId,
+    DocumentStatus, ExternalId, KeyId, NewApiKey, NewDocument, NewSource, PageSize, SourceId,
+    SourceRecord, SourceScope, VersionRecord, WebhookEvent, WebhookId,
 };
 
 /// Result of a store call.
@@ -66,9 +66,13 @@ pub trait Store: Send + Sync + 'static {
 
     // --- documents ---
 
-    /// Creates a document in status `queued` together with its processing job, atomically,
-    /// unless the source already has a document with the same SHA-256 that has not failed: then
-    /// nothing is created and that document is returned as [`Created::Existing`].
+    /// Creates a document in status `queued` together with its first version and processing
+    /// job, atomically. With an external id the source already holds, the bytes become a new
+    /// version of that document instead ([`Created::Version`]; [`Created::Existing`] when they
+    /// are its newest version's that has not failed). Without one, when the source already has
+    /// a document with the same SHA-256 that has not failed, nothing is created and that
+    /// document is returned as [`Created::Existing`]. Uploads into one source are serialised,
+    /// so two with the same new external id end as one document.
     async fn create_document(&self, document: NewDocument) -> StoreResult<Created> {
         let mut created = self.create_documents(vec![document]).await?;
         created.pop().ok_or_else(|| fewer_than_given("created"))
@@ -101,6 +105,30 @@ pub trait Store: Send + Sync + 'static {
         after: Option<DocumentCursor>,
         size: PageSize,
     ) -> StoreResult<Option<DocumentPage>>;
+    /// Gives document `id` of `document.source_id` (in `scope`) a new version from `document`
+    /// (whose id becomes the version's index id), as an upload under its external id would.
+    /// `None` when there is no such document.
+    async fn add_version(
+        &self,
+        scope: &SourceScope,
+        id: DocumentId,
+        document: NewDocument,
+    ) -> StoreResult<Option<Created>>;
+    /// The document of `source` (in `scope`) with this external id.
+    async fn find_document_by_external_id(
+        &self,
+        scope: &SourceScope,
+        source: SourceId,
+        external_id: &ExternalId,
+    ) -> StoreResult<Option<DocumentRecord>>;
+    /// Every version of document `id` of `source` (in `scope`), oldest first; `None` when
+    /// there is no such document.
+    async fn document_versions(
+        &self,
+        scope: &SourceScope,
+        source: SourceId,
+        id: DocumentId,
+    ) -> StoreResult<Option<Vec<VersionRecord>>>;
     /// One document of one source, if both exist and the source is in `scope`.
     async fn get_document(
         &self,
@@ -122,18 +150,22 @@ pub trait Store: Send + Sync + 'static {
     /// A document by its id alone, in any source: for administrators, never for API keys
     /// (whose every read goes through a scope).
     async fn find_document(&self, id: DocumentId) -> StoreResult<Option<DocumentRecord>>;
-    /// Which of `ids` are documents that exist, in any source and status (regardless of any
-    /// scope): for finding index entries and files left by deleted documents.
+    /// Which of `ids` are documents that exist, in any source and status, or index ids of
+    /// versions still wanted (live, or newer and not superseded), regardless of any scope: for
+    /// finding index entries and files left by deleted documents and replaced versions.
     async fn existing_documents(&self, ids: &[DocumentId]) -> StoreResult<Vec<DocumentId>>;
-    /// Deletes a document with its chunks and job; returns what was deleted.
+    /// Deletes a document with every version, its chunks and job, and announces
+    /// `document.deleted` in the same transaction; returns what was deleted.
     async fn delete_document(
         &self,
         scope: &SourceScope,
         source: SourceId,
         id: DocumentId,
-    ) -> StoreResult<Option<DocumentRecord>>;
-    /// The ready documents among `ids` that are in `scope`, with their source names; used to
-    /// turn index hits into results (and to drop hits for documents deleted meanwhile).
+        now: DateTime<Utc>,
+    ) -> StoreResult<Option<DeletedDocument>>;
+    /// The ready documents in `scope` whose live or previous version is indexed under one of
+    /// `ids`, with their source names; used to turn index hits into results (and to drop hits
+    /// for documents deleted, or versions replaced, meanwhile).
     async fn ready_documents(
         &self,
         scope: &SourceScope,
@@ -142,14 +174,15 @@ pub trait Store: Send + Sync + 'static {
 
     // --- chunks ---
 
-    /// The stored chunks with these (document, ordinal) keys, in no particular order; keys
+    /// The stored chunks with these (index id, ordinal) keys, in no particular order; keys
     /// that match nothing are left out. Not scoped: callers check the documents with
     /// [`Store::ready_documents`].
     async fn chunks(&self, keys: &[(DocumentId, u32)]) -> StoreResult<Vec<StoredChunk>>;
-    /// A document's chunks in order (empty when it has none or does not exist).
+    /// The chunks stored under index id `id` (a document's live or previous version), in
+    /// order; empty when there are none.
     async fn document_chunks(&self, id: DocumentId) -> StoreResult<Vec<ChunkDraft>>;
-    /// Up to `limit` ready documents with ids after `after`, in id order, with their sources:
-    /// a cursor over every searchable document (re-embedding walks it).
+    /// Up to `limit` ready documents' live index ids after `after`, in that order, with their
+    /// sources: a cursor over every searchable document (re-embedding walks it).
     async fn ready_document_ids(
         &self,
         after: Option<DocumentId>,

@@ -15,11 +15,18 @@ pub struct ClaimedJob {
     pub id: JobId,
     /// The document to process.
     pub document_id: DocumentId,
+    /// The version of it to process.
+    pub version: u32,
+    /// The id this version's chunks are indexed and its original stored under.
+    pub index_id: DocumentId,
+    /// When a live version is ready and this one will take its place: the live version's
+    /// index id, whose entries go once this one is stored.
+    pub replaces: Option<DocumentId>,
     /// The document's source.
     pub source_id: SourceId,
-    /// The document's file name.
+    /// The version's file name.
     pub document_name: String,
-    /// The document's declared media type.
+    /// The version's declared media type.
     pub content_type: String,
     /// How many times the job has been claimed, including this time.
     pub attempts: u32,
@@ -32,15 +39,19 @@ pub struct ClaimedJob {
 pub enum Created {
     /// A new document (and its job) was stored.
     New(DocumentRecord),
-    /// The source already holds these bytes; this is that document, and nothing was stored.
+    /// The source already holds these bytes; this is that document, and nothing was stored
+    /// (but the metadata given, if any, which replaced the document's).
     Existing(DocumentRecord),
+    /// The document with this external id (or the one named) got a new version, queued for
+    /// processing; the live version stays searchable until it is ready.
+    Version(DocumentRecord),
 }
 
 impl Created {
     /// The document, new or existing.
     pub fn document(&self) -> &DocumentRecord {
         match self {
-            Self::New(d) | Self::Existing(d) => d,
+            Self::New(d) | Self::Existing(d) | Self::Version(d) => d,
         }
     }
 }
@@ -79,6 +90,12 @@ pub struct IndexChange {
     pub source_id: SourceId,
     /// What happened to it.
     pub kind: IndexChangeKind,
+    /// Ready: the id the ready version's chunks are indexed under. Removed: the live
+    /// version's.
+    pub index_id: DocumentId,
+    /// Ready: the id of the version it replaced, whose entries go. Removed: the previous
+    /// version's, whose entries go too.
+    pub replaced: Option<DocumentId>,
 }
 
 /// What an [`IndexChange`] says.
@@ -118,6 +135,9 @@ pub enum FinishOutcome {
     DocumentGone,
     /// Another worker took the job over (the lease had expired); nothing was stored.
     LeaseLost,
+    /// A newer version of the document took this one's place; nothing was stored, and what
+    /// was indexed for this version should go.
+    Superseded,
 }
 
 /// A ready document an index hit points to, with its source's name.
@@ -125,6 +145,11 @@ pub enum FinishOutcome {
 pub struct DocumentHit {
     /// Document id.
     pub id: DocumentId,
+    /// The id the live version's chunks are indexed under.
+    pub index_id: DocumentId,
+    /// The id the version before it was indexed under, still resolvable until the next
+    /// switch (a node whose indexes have not applied the switch yet finds those entries).
+    pub previous_index_id: Option<DocumentId>,
     /// Document name.
     pub name: String,
     /// Source id.
@@ -168,7 +193,7 @@ pub struct RateWindow {
 /// A stored chunk with its document, as the vector index's hits are resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredChunk {
-    /// The chunk's document.
+    /// The id the chunk's version is indexed under (the key index hits carry).
     pub document_id: DocumentId,
     /// Ordinal, page, section and text.
     pub chunk: ChunkDraft,
@@ -601,4 +626,14 @@ pub struct QueueView {
     pub running: u64,
     /// Questions waiting, cluster-wide.
     pub waiting: u64,
+}
+
+/// A deleted document, with every id its versions were indexed and stored under, whose index
+/// entries and originals go with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeletedDocument {
+    /// The document as it was.
+    pub document: DocumentRecord,
+    /// The index ids of all its versions.
+    pub index_ids: Vec<DocumentId>,
 }

@@ -34,6 +34,8 @@ mod rate_limits;
 mod reviews;
 #[path = "conformance/schema.rs"]
 mod schema;
+#[path = "conformance/versions.rs"]
+mod versions;
 #[path = "conformance/webhooks.rs"]
 mod webhooks;
 
@@ -92,6 +94,11 @@ conformance! {
             pool_stats_are_consistent,
         ],
         cluster: [the_index_feed_lists_what_became_ready_or_went],
+        versions: [
+            an_external_id_makes_a_new_version_of_the_same_document,
+            a_failed_or_held_version_leaves_the_live_one,
+            a_newer_upload_supersedes_a_version_in_flight,
+        ],
     },
     // Stories that open several handles on one database: other processes, other nodes, or
     // the same one after a restart.
@@ -109,6 +116,7 @@ conformance! {
             a_queued_job_wakes_waiting_workers,
             deleting_while_workers_finish_never_fails,
         ],
+        versions: [uploads_of_one_new_external_id_at_once_are_one_document],
         cluster: [
             concurrent_changes_take_consecutive_feed_positions,
             a_node_with_another_model_is_refused_while_one_runs,

@@ -6,7 +6,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
 use maud::{Markup, html};
-use quire_core::{ApiKeyRecord, KeyId, SearchLimit, SearchQuery};
+use quire_core::{ApiKeyRecord, Filter, KeyId, SearchLimit, SearchQuery};
 
 use crate::html::{alert, csrf_field, page, table};
 use crate::session::{Form, Signed, csrf_refused};
@@ -14,7 +14,13 @@ use crate::{AdminError, AdminState};
 
 const NAV: &str = "/admin/playground";
 
-fn form(csrf: &str, keys: &[ApiKeyRecord], chosen: Option<KeyId>, query: &str) -> Markup {
+fn form(
+    csrf: &str,
+    keys: &[ApiKeyRecord],
+    chosen: Option<KeyId>,
+    query: &str,
+    filter: &str,
+) -> Markup {
     if keys.is_empty() {
         return html! {
             p class="muted" {
@@ -36,6 +42,12 @@ fn form(csrf: &str, keys: &[ApiKeyRecord], chosen: Option<KeyId>, query: &str) -
             }
             label for="query" { "Query or question" }
             input type="text" id="query" name="query" required value=(query);
+            label for="filter" {
+                "Filter (optional; a JSON object such as "
+                code { r#"{"department": "legal", "year": {"$gte": 2024}}"# }
+                ", see docs/api.md)"
+            }
+            input type="text" id="filter" name="filter" value=(filter);
             // The field and the buttons are inline: spaces keep them apart.
             " "
             button type="submit" id="search-button" name="action" value="search" { "Search" }
@@ -75,7 +87,7 @@ pub(crate) async fn show(
     let keys = active_keys(&state).await?;
     Ok(render(
         &signed,
-        &form(&signed.csrf, &keys, None, ""),
+        &form(&signed.csrf, &keys, None, "", ""),
         html! {},
     ))
 }
@@ -93,7 +105,8 @@ pub(crate) async fn search(
     let keys = active_keys(&state).await?;
     let raw_query = fields.get("query").unwrap_or_default().to_owned();
     let chosen = fields.get("key").and_then(|k| k.parse::<KeyId>().ok());
-    let form_html = form(&signed.csrf, &keys, chosen, &raw_query);
+    let raw_filter = fields.get("filter").unwrap_or_default().trim().to_owned();
+    let form_html = form(&signed.csrf, &keys, chosen, &raw_query, &raw_filter);
     let refuse = |message: &str| {
         (
             StatusCode::BAD_REQUEST,
@@ -108,12 +121,24 @@ pub(crate) async fn search(
         Ok(query) => query,
         Err(e) => return Ok(refuse(&e.0)),
     };
+    let filter = if raw_filter.is_empty() {
+        None
+    } else {
+        let parsed = serde_json::from_str(&raw_filter)
+            .map_err(|e| format!("the filter is not JSON: {e}"))
+            .and_then(|value| Filter::parse(&value).map_err(|e| format!("filter: {}", e.0)));
+        match parsed {
+            Ok(filter) => Some(filter),
+            Err(message) => return Ok(refuse(&message)),
+        }
+    };
     if fields.get("action") == Some("ask") {
         let answered = match quire_app::answers::answer_collected(
             &state.app,
             key.id,
             &key.scope,
             query.as_str(),
+            filter.as_ref(),
         )
         .await
         {
@@ -122,13 +147,18 @@ pub(crate) async fn search(
         };
         return Ok(render(&signed, &form_html, answer_html(&answered, &key.name)).into_response());
     }
-    let outcome =
-        match quire_app::search::find(&state.app, &key.scope, &query, SearchLimit::default(), None)
-            .await
-        {
-            Ok(outcome) => outcome,
-            Err(e) => return Ok(refuse(&e.to_string())),
-        };
+    let outcome = match quire_app::search::find(
+        &state.app,
+        &key.scope,
+        &query,
+        SearchLimit::default(),
+        filter.as_ref(),
+    )
+    .await
+    {
+        Ok(outcome) => outcome,
+        Err(e) => return Ok(refuse(&e.to_string())),
+    };
     let caption = format!(
         "{} result(s) for the key {}",
         outcome.results.len(),

@@ -490,7 +490,9 @@ pub(crate) async fn document(
     let Some((doc, progress)) = document_of(&state, &id).await? else {
         return Ok(not_found(&signed, "document"));
     };
-    let chunks = documents::passages(&state.app, doc.id).await?;
+    let chunks = documents::passages(&state.app, &doc).await?;
+    let versions =
+        documents::versions(&state.app, &SourceScope::All, doc.source_id, doc.id).await?;
     let status = match &progress {
         Some(progress) => format!("{} ({})", doc.status, progress_text(progress)),
         None => doc.status.as_str().to_owned(),
@@ -513,6 +515,21 @@ pub(crate) async fn document(
                     tr { th scope="row" { "Error" } td { (doc.error.as_deref().unwrap_or("—")) } }
                     tr { th scope="row" { "Uploaded" } td { (time(doc.created_at)) } }
                     tr {
+                        th scope="row" { "External id" }
+                        td { (doc.external_id.as_ref().map_or("—", |e| e.as_str())) }
+                    }
+                    tr {
+                        th scope="row" { "Live version" }
+                        td id="live-version" {
+                            (doc.version)
+                            @if let Some(next) = &doc.next_version {
+                                " (version " (next.version) " is " (next.status.as_str())
+                                @if let Some(error) = &next.error { ": " (error) }
+                                ")"
+                            }
+                        }
+                    }
+                    tr {
                         th scope="row" { "Metadata" }
                         td {
                             @if doc.metadata.is_empty() {
@@ -520,6 +537,27 @@ pub(crate) async fn document(
                             } @else {
                                 code { (doc.metadata.to_json()) }
                             }
+                        }
+                    }
+                }
+            }
+        }
+        h2 { "Versions" }
+        div class="table" {
+            table id="versions" {
+                thead { tr { th { "Version" } th { "File" } th { "Size" } th { "SHA-256" } th { "Status" } th { "Uploaded" } } }
+                tbody {
+                    @for v in &versions {
+                        tr {
+                            td { (v.version) }
+                            td { (v.name) }
+                            td { (v.size) }
+                            td { code { (v.sha256.get(..12).unwrap_or(&v.sha256)) } }
+                            td {
+                                (v.status.as_str())
+                                @if let Some(error) = &v.error { ": " (error) }
+                            }
+                            td { (time(v.created_at)) }
                         }
                     }
                 }
@@ -535,13 +573,14 @@ pub(crate) async fn document(
         @if pages.is_empty() {
             p class="muted" { "No text has been extracted." }
         }
-        h2 { "Delete" }
+        h2 { "Metadata" }
         form method="post" action={ "/admin/documents/" (doc.id) "/metadata" } id="edit-metadata" class="card" {
             (csrf_field(&signed.csrf))
             label for="metadata" { "Metadata (a JSON object; the document is not processed again)" }
             textarea id="metadata" name="metadata" rows="4" { (doc.metadata.to_json()) }
             button type="submit" { "Save metadata" }
         }
+        h2 { "Delete" }
         form method="post" action={ "/admin/documents/" (doc.id) "/delete" } id="delete-document" class="card" {
             (csrf_field(&signed.csrf))
             div {

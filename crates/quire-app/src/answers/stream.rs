@@ -218,6 +218,7 @@ pub async fn answer_collected(
     key_id: KeyId,
     scope: &SourceScope,
     question: &str,
+    filter: Option<&Filter>,
 ) -> Result<CollectedAnswer, String> {
     let mut ticket = services
         .generation
@@ -234,7 +235,7 @@ pub async fn answer_collected(
     while ticket.place() != Place::Running {
         ticket.changed().await;
     }
-    let answering = start(services, scope, question, question, Vec::new(), None).await?;
+    let answering = start(services, scope, question, question, Vec::new(), filter).await?;
     let mut text = String::new();
     match answering.pieces {
         None => text.push_str(NOTHING_FOUND),

@@ -7,9 +7,10 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use quire_app::documents;
+use quire_core::ExternalId;
 use serde::Deserialize;
 use tokio_util::io::ReaderStream;
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use super::paging::{PageQuery, next_link};
 use super::{DocumentPath, SourcePath};
@@ -19,14 +20,24 @@ use crate::extract::{ApiJson, ApiPath};
 use crate::wire::DocumentJson;
 use crate::{ApiError, AppState};
 
+/// `?externalId=`: only the document with this external id.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(super) struct ExternalIdQuery {
+    /// The uploader's own key of the one document wanted: the answer lists it, or nothing.
+    #[serde(rename = "externalId")]
+    #[param(rename = "externalId")]
+    external_id: Option<String>,
+}
+
 /// The documents of a source, newest first: all of them, or with `limit` one page and a
-/// `Link` header to the next.
+/// `Link` header to the next; with `externalId`, the one document that has it.
 #[utoipa::path(get, path = "/api/v1/sources/{id}/documents", tag = "documents",
-    params(SourcePath, PageQuery),
+    params(SourcePath, PageQuery, ExternalIdQuery),
     responses(
         (status = 200, description = "Its documents (one page of them with `limit`)", body = [DocumentJson],
             headers(("Link" = String, description = "`<…>; rel=\"next\"`: the next page, when `limit` was given and more follow"))),
-        (status = 400, description = "The id is not a UUID, or `limit` or `cursor` is malformed", body = ErrorBody),
+        (status = 400, description = "The id is not a UUID, or `limit`, `cursor` or `externalId` is malformed", body = ErrorBody),
         (status = 404, description = "No such source in the key's scope", body = ErrorBody),
     ))]
 pub(super) async fn list(
@@ -34,7 +45,15 @@ pub(super) async fn list(
     Require(caller, _): Require<Read>,
     ApiPath(SourcePath { id }): ApiPath<SourcePath>,
     Query(query): Query<PageQuery>,
+    Query(wanted): Query<ExternalIdQuery>,
 ) -> Result<Response, ApiError> {
+    if let Some(raw) = &wanted.external_id {
+        let external_id = ExternalId::parse(raw).map_err(|e| ApiError::BadRequest(e.0))?;
+        let found =
+            documents::find_by_external_id(&state, caller.scope(), id, &external_id).await?;
+        let body: Vec<DocumentJson> = found.iter().map(DocumentJson::from).collect();
+        return Ok(Json(body).into_response());
+    }
     let Some(request) = query.parse()? else {
         let documents = documents::list(&state, caller.scope(), id).await?;
         let all: Vec<DocumentJson> = documents.iter().map(DocumentJson::from).collect();
@@ -155,11 +174,11 @@ fn content_disposition(name: &str) -> HeaderValue {
     .unwrap_or_else(|_| HeaderValue::from_static("attachment"))
 }
 
-/// One document: poll it to follow processing.
+/// One document with every version: poll it to follow processing.
 #[utoipa::path(get, path = "/api/v1/sources/{id}/documents/{doc_id}", tag = "documents",
     params(DocumentPath),
     responses(
-        (status = 200, description = "The document", body = DocumentJson),
+        (status = 200, description = "The document, with `versions`", body = DocumentJson),
         (status = 400, description = "An id is not a UUID", body = ErrorBody),
         (status = 404, description = "No such document in this source and the key's scope", body = ErrorBody),
     ))]
@@ -169,12 +188,16 @@ pub(super) async fn get(
     ApiPath(DocumentPath { id, doc_id }): ApiPath<DocumentPath>,
 ) -> Result<Json<DocumentJson>, ApiError> {
     let (document, progress) = documents::get(&state, caller.scope(), id, doc_id).await?;
+    let versions = documents::versions(&state, caller.scope(), id, doc_id).await?;
     Ok(Json(
-        DocumentJson::from(&document).with_progress(progress.as_ref()),
+        DocumentJson::from(&document)
+            .with_progress(progress.as_ref())
+            .with_versions(&versions),
     ))
 }
 
-/// Deletes a document, its passages and its original file; needs `read-write`.
+/// Deletes a document with every version, its passages and its original files, and announces
+/// `document.deleted`; needs `read-write`.
 #[utoipa::path(delete, path = "/api/v1/sources/{id}/documents/{doc_id}", tag = "documents",
     params(DocumentPath),
     responses(

@@ -22,7 +22,7 @@ use axum::http::HeaderMap;
 use axum::http::{HeaderValue, Response, StatusCode, header};
 use axum::middleware::{from_fn_with_state, map_response, map_response_with_state};
 use axum::response::IntoResponse;
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use quire_app::records::RateBucket;
 use serde::Deserialize;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -73,7 +73,8 @@ pub fn router(state: AppState) -> Router {
             "/sources/{id}/documents/{doc_id}",
             get(documents::get)
                 .patch(documents::patch)
-                .delete(documents::delete),
+                .delete(documents::delete)
+                .merge(put(upload::version).layer(DefaultBodyLimit::disable())),
         )
         .route(
             "/sources/{id}/documents/{doc_id}/original",

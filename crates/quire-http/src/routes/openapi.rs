@@ -31,7 +31,7 @@ use crate::request_id::MAX_REQUEST_ID_LEN;
     paths(
         sources::list, sources::create, sources::get,
         documents::list, documents::get, documents::patch, documents::delete, documents::original,
-        upload::single, upload::bulk,
+        upload::single, upload::bulk, upload::version,
         search::search,
         generate::generate,
         reviews::list, reviews::get, reviews::approve, reviews::redact, reviews::reject,
@@ -42,6 +42,7 @@ use crate::request_id::MAX_REQUEST_ID_LEN;
     components(schemas(
         generate::QueuedEvent, generate::DeltaEvent, generate::DoneEvent, generate::ErrorEvent,
         DocumentReadyDelivery, DocumentFailedDelivery, DocumentPiiDetectedDelivery,
+        DocumentDeletedDelivery,
     )),
     modifiers(&Bearer, &CommonResponses),
     security(("bearer" = [])),
@@ -221,6 +222,7 @@ fn webhooks_section() -> Value {
         "document.ready": event("document.ready", DocumentReadyDelivery::name().as_ref(), "A document was processed and is searchable"),
         "document.failed": event("document.failed", DocumentFailedDelivery::name().as_ref(), "Processing of a document failed"),
         "document.pii_detected": event("document.pii_detected", DocumentPiiDetectedDelivery::name().as_ref(), "Personal data was found; the document waits for review"),
+        "document.deleted": event("document.deleted", DocumentDeletedDelivery::name().as_ref(), "A document was deleted, with every version"),
     })
 }
 
@@ -284,6 +286,35 @@ struct DocumentReadyData {
     data_source_name: String,
     /// Searchable passages.
     chunk_count: u64,
+    /// The version that became ready (and live).
+    version: u32,
+}
+
+/// The body of a `document.deleted` delivery.
+#[derive(Serialize, ToSchema)]
+struct DocumentDeletedDelivery {
+    /// `document.deleted`.
+    #[schema(example = "document.deleted")]
+    event: String,
+    /// When it was deleted.
+    #[schema(format = DateTime)]
+    timestamp: String,
+    /// The document as it was.
+    data: DocumentDeletedData,
+}
+
+/// `data` of `document.deleted`.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct DocumentDeletedData {
+    #[schema(format = Uuid)]
+    document_id: String,
+    document_name: String,
+    #[schema(format = Uuid)]
+    data_source_id: String,
+    data_source_name: String,
+    /// Its live version when it was deleted.
+    version: u32,
 }
 
 /// `data` of `document.failed`.
@@ -298,6 +329,8 @@ struct DocumentFailedData {
     data_source_name: String,
     /// Why processing failed.
     error: String,
+    /// The version that failed (when another version is live, it stays live).
+    version: u32,
 }
 
 /// `data` of `document.pii_detected`.

@@ -2,7 +2,7 @@
 //! transaction for all, and answering an upload the source already holds with the document
 //! it is.
 
-use quire_core::{DocumentId, NewDocument, SourceId, SourceRecord, SourceScope};
+use quire_core::{DocumentId, ExternalId, NewDocument, SourceId, SourceRecord, SourceScope};
 use quire_parse::guess_content_type;
 use quire_store::{Created, StoreError};
 
@@ -21,8 +21,11 @@ pub struct Upload {
     pub content_type: Option<String>,
     /// The staged bytes.
     pub staged: StagedUpload,
-    /// What the caller says the document is.
-    pub metadata: quire_core::Metadata,
+    /// What the caller says the document is; for a new version, `None` keeps the document's.
+    pub metadata: Option<quire_core::Metadata>,
+    /// The caller's own key for the document: a key the source holds makes this upload a new
+    /// version of that document.
+    pub external_id: Option<ExternalId>,
 }
 
 impl Ingest {
@@ -99,7 +102,7 @@ impl Ingest {
         for outcome in put {
             outcomes.push(match outcome {
                 Ok(id) => match created.next() {
-                    Some(new @ Created::New(_)) => {
+                    Some(new @ (Created::New(_) | Created::Version(_))) => {
                         self.wakeup.notify_one();
                         Ok(new)
                     }
@@ -113,6 +116,37 @@ impl Ingest {
             });
         }
         Ok(outcomes)
+    }
+
+    /// Stores `upload` as a new version of document `id` of `source`: 202-like
+    /// [`Created::Version`], or [`Created::Existing`] when its newest version has these bytes
+    /// (then only the metadata given, if any, changed). `None` when there is no such document
+    /// in `scope`.
+    pub async fn accept_version(
+        &self,
+        scope: &SourceScope,
+        source: SourceId,
+        id: DocumentId,
+        upload: Upload,
+    ) -> Result<Option<Created>, IngestError> {
+        self.source(scope, source).await?;
+        let document = self.new_document(source, &upload);
+        let index_id = document.id;
+        self.files
+            .put(index_id, upload.staged.into_temp_path())
+            .await?;
+        let created = match self.store.add_version(scope, id, document).await {
+            Ok(created) => created,
+            Err(e) => {
+                self.remove_original(index_id).await;
+                return Err(e.into());
+            }
+        };
+        match &created {
+            Some(Created::Version(_)) => self.wakeup.notify_one(),
+            _ => self.remove_original(index_id).await,
+        }
+        Ok(created)
     }
 
     /// The document an upload becomes: a new id, its cleaned name, and its media type as the
@@ -131,6 +165,7 @@ impl Ingest {
             size: upload.staged.size,
             sha256: upload.staged.sha256.clone(),
             metadata: upload.metadata.clone(),
+            external_id: upload.external_id.clone(),
             created_at: self.clock.now(),
         }
     }

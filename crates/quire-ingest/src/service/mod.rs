@@ -225,6 +225,7 @@ impl Ingest {
             keyword: Arc::clone(&self.index),
             vectors: self.semantic.as_ref().map(|s| Arc::clone(s.vectors())),
             indexed_here: self.indexed_here.clone(),
+            originals: Arc::clone(&self.files),
         }
     }
 }

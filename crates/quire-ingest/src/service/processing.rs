@@ -182,11 +182,12 @@ impl Ingest {
     /// The original as a local file for the parser: in place when the store keeps it on this
     /// disk, else fetched into the staging area for as long as the returned value lives.
     async fn original(&self, job: &ClaimedJob) -> Result<LocalOriginal, FilesError> {
-        if let Some(path) = self.files.local_path(job.document_id) {
+        // Each version's original is stored under its index id.
+        if let Some(path) = self.files.local_path(job.index_id) {
             return Ok(LocalOriginal::InPlace(path));
         }
         let copy = self.staging.temp_path("original-")?;
-        self.files.fetch_to(job.document_id, &copy).await?;
+        self.files.fetch_to(job.index_id, &copy).await?;
         Ok(LocalOriginal::Fetched(copy))
     }
 
@@ -281,7 +282,7 @@ impl Ingest {
                     FinishOutcome::Stored => {
                         tracing::info!(types = %types, "personal data found; held for review")
                     }
-                    FinishOutcome::DocumentGone => {}
+                    FinishOutcome::DocumentGone | FinishOutcome::Superseded => {}
                     FinishOutcome::LeaseLost => {
                         tracing::warn!("lost the job's lease before holding the document")
                     }
@@ -312,7 +313,7 @@ impl Ingest {
         };
         tracing::error!(error = %message, "document failed");
         // Entries the steps may have written before they stopped go with the failure.
-        self.remove_from_indexes(job.document_id).await?;
+        self.remove_from_indexes(job.index_id).await?;
         let outcome = self
             .store
             .fail_document(job, &message, self.clock.now())
@@ -335,7 +336,8 @@ impl Ingest {
         let Some(processed) = self.screen(job, processed).await? else {
             return Ok(None);
         };
-        let (doc, source) = (job.document_id, job.source_id);
+        // The version's entries go under its index id, beside the live version's.
+        let (doc, source) = (job.index_id, job.source_id);
         let title = crate::document_title(&job.document_name);
         let mut shared_vectors = None;
         if let Some(semantic) = &self.semantic {

@@ -9,7 +9,8 @@ use quire_core::{DocumentId, DocumentRecord, SourceId, SourceScope};
 use super::{Ingest, IngestError, blocking};
 
 impl Ingest {
-    /// Deletes a document: its record, chunks and job, its index entries and its original.
+    /// Deletes a document: its record, versions, chunks and job, and every version's index
+    /// entries and original.
     /// Returns `None` when it does not exist in `scope`.
     pub async fn delete(
         &self,
@@ -17,12 +18,20 @@ impl Ingest {
         source: SourceId,
         id: DocumentId,
     ) -> Result<Option<DocumentRecord>, IngestError> {
-        let Some(doc) = self.store.delete_document(scope, source, id).await? else {
+        let Some(deleted) = self
+            .store
+            .delete_document(scope, source, id, self.clock.now())
+            .await?
+        else {
             return Ok(None);
         };
-        self.remove_from_indexes(id).await?;
-        self.remove_original(id).await;
-        Ok(Some(doc))
+        // Every version's entries and original: a version still being processed elsewhere
+        // takes its own entries back when its worker finds the document gone.
+        for index_id in &deleted.index_ids {
+            self.remove_from_indexes(*index_id).await?;
+            self.remove_original(*index_id).await;
+        }
+        Ok(Some(deleted.document))
     }
 
     /// Removes what a deletion interrupted by a crash left behind: keyword-index entries and

@@ -27,6 +27,7 @@ fn bound(query: &Query) -> sqlx::query::Query<'_, Postgres, PgArguments> {
         .iter()
         .fold(sqlx::query(&query.sql), |q, arg| match arg {
             Arg::Id(id) => q.bind(*id),
+            Arg::OptId(id) => q.bind(*id),
             Arg::Ids(ids) => q.bind(ids.as_slice()),
             Arg::Scope(ids) => q.bind(ids.as_deref()),
             Arg::Time(t) => q.bind(*t),
@@ -78,6 +79,10 @@ impl Cells for PgRow {
     }
 
     fn uuid(&self, column: &str) -> StoreResult<Uuid> {
+        Ok(self.try_get(column)?)
+    }
+
+    fn opt_uuid(&self, column: &str) -> StoreResult<Option<Uuid>> {
         Ok(self.try_get(column)?)
     }
 

@@ -19,6 +19,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (8, include_str!("schema_v8.sql")),
     (9, include_str!("schema_v9.sql")),
     (10, include_str!("schema_v10.sql")),
+    (11, include_str!("schema_v11.sql")),
 ];
 
 /// The advisory lock's key: any constant no other application on the database uses

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use quire_core::{ChunkDraft, DocumentId, KeyId, SourceId};
+use quire_core::{ChunkDraft, DocumentId, DocumentRecord, KeyId, SourceId};
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Connection, PgConnection, PgPool, Postgres, Transaction};
@@ -80,8 +80,6 @@ impl Backend for PgStore {
     const GREATEST: &'static str = "GREATEST";
     // The partial unique index on (source_id, sha256) decides between two nodes storing the
     // same bytes at once: the second insert waits for the first and then does nothing.
-    const NEW_DOCUMENT_ROW: &'static str = "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9)
-         ON CONFLICT (source_id, sha256) WHERE status <> 'failed' DO NOTHING";
     // SKIP LOCKED: workers on several nodes each take a different row without waiting.
     const CLAIM_JOB: &'static str = "UPDATE jobs j
          SET state = 'running', attempts = j.attempts + 1, lease_owner = $1,
@@ -93,7 +91,7 @@ impl Backend for PgStore {
                LIMIT 1
                FOR UPDATE SKIP LOCKED) next
          WHERE j.id = next.id
-         RETURNING j.id, j.document_id, j.attempts";
+         RETURNING j.id, j.document_id, j.attempts, j.version";
     // One transaction per document: each carries its own index feed entries and vectors, and
     // PostgreSQL's commits cost less than SQLite's.
     const FINISH_IN_ONE_TRANSACTION: bool = false;
@@ -130,6 +128,7 @@ impl Backend for PgStore {
     async fn insert_chunks(
         conn: &mut PgConnection,
         document: DocumentId,
+        index_id: DocumentId,
         source: SourceId,
         chunks: &[ChunkDraft],
     ) -> StoreResult<()> {
@@ -139,8 +138,9 @@ impl Backend for PgStore {
             let sections: Vec<&str> = batch.iter().map(|c| c.section.as_str()).collect();
             let contents: Vec<&str> = batch.iter().map(|c| c.content.as_str()).collect();
             sqlx::query(
-                "INSERT INTO chunks (document_id, source_id, ordinal, page, section, content)
-                 SELECT $1, $2, c.ordinal, c.page, c.section, c.content
+                "INSERT INTO chunks (document_id, index_id, source_id, ordinal, page, section,
+                                     content)
+                 SELECT $1, $7, $2, c.ordinal, c.page, c.section, c.content
                  FROM UNNEST($3::bigint[], $4::bigint[], $5::text[], $6::text[])
                       AS c (ordinal, page, section, content)",
             )
@@ -150,6 +150,7 @@ impl Backend for PgStore {
             .bind(pages)
             .bind(sections)
             .bind(contents)
+            .bind(index_id.0)
             .execute(&mut *conn)
             .await?;
         }
@@ -166,10 +167,10 @@ impl Backend for PgStore {
             .map(|(document, ordinal)| (document.0, i64::from(*ordinal)))
             .unzip();
         let rows = sqlx::query(
-            "SELECT c.document_id, c.ordinal, c.page, c.section, c.content
+            "SELECT c.index_id, c.ordinal, c.page, c.section, c.content
              FROM chunks c
-             JOIN UNNEST($1::uuid[], $2::bigint[]) AS k (document_id, ordinal)
-               ON c.document_id = k.document_id AND c.ordinal = k.ordinal",
+             JOIN UNNEST($1::uuid[], $2::bigint[]) AS k (index_id, ordinal)
+               ON c.index_id = k.index_id AND c.ordinal = k.ordinal",
         )
         .bind(documents)
         .bind(ordinals)
@@ -178,7 +179,7 @@ impl Backend for PgStore {
         rows.iter()
             .map(|row| {
                 Ok(StoredChunk {
-                    document_id: row.id("document_id")?,
+                    document_id: row.id("index_id")?,
                     chunk: records::chunk(row)?,
                 })
             })
@@ -229,9 +230,10 @@ impl Backend for PgStore {
         job: &ClaimedJob,
         source: SourceId,
         processed: &ProcessedDocument,
+        replaced: Option<DocumentId>,
     ) -> StoreResult<()> {
         match &processed.vectors {
-            Some(vectors) => feed::store_vectors(conn, job.document_id, vectors).await?,
+            Some(vectors) => feed::store_vectors(conn, job, vectors).await?,
             // Vectors of an earlier attempt (with a model since removed) must not outlive it.
             None => {
                 sqlx::query("DELETE FROM document_vectors WHERE document_id = $1")
@@ -240,16 +242,29 @@ impl Backend for PgStore {
                     .await?;
             }
         }
-        feed::append(conn, job.document_id, source, IndexChangeKind::Ready).await
+        let change = feed::Change {
+            document: job.document_id,
+            source,
+            kind: IndexChangeKind::Ready,
+            index_id: job.index_id,
+            replaced,
+        };
+        feed::append(conn, change).await
     }
 
     /// Every node removes the document's entries from its own indexes.
     async fn document_removed(
         conn: &mut PgConnection,
-        document: DocumentId,
-        source: SourceId,
+        document: &DocumentRecord,
     ) -> StoreResult<()> {
-        feed::append(conn, document, source, IndexChangeKind::Removed).await
+        let change = feed::Change {
+            document: document.id,
+            source: document.source_id,
+            kind: IndexChangeKind::Removed,
+            index_id: document.index_id,
+            replaced: document.previous_index_id,
+        };
+        feed::append(conn, change).await
     }
 
     fn pool_stats(&self) -> PoolStats {

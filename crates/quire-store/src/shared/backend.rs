@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use quire_core::{ChunkDraft, DocumentId, KeyId, SourceId};
+use quire_core::{ChunkDraft, DocumentId, DocumentRecord, KeyId, SourceId};
 use sqlx::pool::PoolConnection;
 use sqlx::{Database, Transaction};
 
@@ -29,12 +29,8 @@ pub(crate) trait Backend: Send + Sync + 'static {
     const SEQ: &'static str;
     /// The function that takes the larger of two values: `MAX` or `GREATEST`.
     const GREATEST: &'static str;
-    /// The rest of an `INSERT INTO documents (…)`: the row (`$1` id … `$8` created at), left out
-    /// when its source already holds the same bytes (`$2`, `$7`) in a document that has not
-    /// failed.
-    const NEW_DOCUMENT_ROW: &'static str;
     /// Leases the oldest runnable job to `$1` until `$2` at `$3` (now); returns its `id`,
-    /// `document_id` and `attempts`.
+    /// `document_id`, `attempts` and `version`.
     const CLAIM_JOB: &'static str;
     /// Whether [`crate::Store::finish_documents`] finishes a batch in one transaction.
     const FINISH_IN_ONE_TRANSACTION: bool;
@@ -61,14 +57,16 @@ pub(crate) trait Backend: Send + Sync + 'static {
         let _ = now;
         Ok(true)
     }
-    /// Inserts a document's chunks, in as few statements as the dialect allows.
+    /// Inserts the chunks of a document's version indexed under `index_id`, in as few
+    /// statements as the dialect allows.
     async fn insert_chunks(
         conn: &mut Conn<Self>,
         document: DocumentId,
+        index_id: DocumentId,
         source: SourceId,
         chunks: &[ChunkDraft],
     ) -> StoreResult<()>;
-    /// The stored chunks with these keys, in no particular order.
+    /// The stored chunks with these (index id, ordinal) keys, in no particular order.
     async fn chunks_by_keys(&self, keys: &[(DocumentId, u32)]) -> StoreResult<Vec<StoredChunk>>;
     /// [`crate::Store::claim_deliveries`], which each dialect settles its own way.
     async fn claim_deliveries(
@@ -84,23 +82,21 @@ pub(crate) trait Backend: Send + Sync + 'static {
         let _ = conn;
         Ok(())
     }
-    /// Called last in the transaction that made a document ready: its index feed entry.
+    /// Called last in the transaction that made a document's version ready (replacing the
+    /// version indexed under `replaced`, if any): its index feed entry.
     async fn document_ready(
         conn: &mut Conn<Self>,
         job: &ClaimedJob,
         source: SourceId,
         processed: &ProcessedDocument,
+        replaced: Option<DocumentId>,
     ) -> StoreResult<()> {
-        let _ = (conn, job, source, processed);
+        let _ = (conn, job, source, processed, replaced);
         Ok(())
     }
     /// Called last in the transaction that deleted a document: its index feed entry.
-    async fn document_removed(
-        conn: &mut Conn<Self>,
-        document: DocumentId,
-        source: SourceId,
-    ) -> StoreResult<()> {
-        let _ = (conn, document, source);
+    async fn document_removed(conn: &mut Conn<Self>, document: &DocumentRecord) -> StoreResult<()> {
+        let _ = (conn, document);
         Ok(())
     }
 

@@ -15,7 +15,7 @@ pub(crate) async fn of_document<B: Backend>(
 ) -> StoreResult<Vec<ChunkDraft>> {
     let query = Query::new(
         "SELECT ordinal, page, section, content FROM chunks
-         WHERE document_id = $1 ORDER BY ordinal",
+         WHERE index_id = $1 ORDER BY ordinal",
     )
     .bind(document);
     let rows = store.read().await?.fetch_all(query).await?;
@@ -29,21 +29,21 @@ pub(crate) async fn ready_document_ids<B: Backend>(
     limit: usize,
 ) -> StoreResult<Vec<(DocumentId, SourceId)>> {
     // Two statements rather than one with `$1 IS NULL OR`, which would keep SQLite from
-    // starting the walk at `after` in the id index.
+    // starting the walk at `after` in the index-id index.
     let query = match after {
         Some(after) => Query::new(
-            "SELECT id, source_id FROM documents
-             WHERE status = 'ready' AND id > $1 ORDER BY id LIMIT $2",
+            "SELECT index_id, source_id FROM documents
+             WHERE status = 'ready' AND index_id > $1 ORDER BY index_id LIMIT $2",
         )
         .bind(after),
         None => Query::new(
-            "SELECT id, source_id FROM documents
-             WHERE status = 'ready' ORDER BY id LIMIT $1",
+            "SELECT index_id, source_id FROM documents
+             WHERE status = 'ready' ORDER BY index_id LIMIT $1",
         ),
     }
     .bind(limit);
     let rows = store.read().await?.fetch_all(query).await?;
     rows.iter()
-        .map(|row| Ok((row.id("id")?, row.id("source_id")?)))
+        .map(|row| Ok((row.id("index_id")?, row.id("source_id")?)))
         .collect()
 }

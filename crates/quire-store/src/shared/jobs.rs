@@ -3,7 +3,7 @@
 //! its document happens in one transaction.
 
 use chrono::{DateTime, Utc};
-use quire_core::{DocumentStatus, SourceId, WebhookEvent};
+use quire_core::{DocumentId, DocumentStatus, SourceId, VersionStatus, WebhookEvent};
 use serde_json::Map;
 
 use super::sql::{Cells, Query, Sql};
@@ -29,13 +29,32 @@ pub(crate) async fn claim<B: Backend>(
         tx.rollback().await?;
         return Ok(None);
     };
-    let document_id = row.uuid("document_id")?;
+    let document_id: DocumentId = row.id("document_id")?;
+    let version = row.small("version")?;
+    let claimed_version = tx
+        .fetch_one(
+            Query::new(
+                "UPDATE document_versions SET status = $1, updated_at = $2
+                 WHERE document_id = $3 AND version = $4
+                 RETURNING index_id, name, content_type",
+            )
+            .bind(VersionStatus::Processing.as_str())
+            .bind(now)
+            .bind(document_id)
+            .bind(version),
+        )
+        .await?;
+    // The document shows `processing` only while nothing of it is live.
     let doc = tx
         .fetch_one(
             Query::new(
-                "UPDATE documents SET status = $1, updated_at = $2 WHERE id = $3
-                 RETURNING source_id, name, content_type",
+                "UPDATE documents SET status = CASE WHEN version = $1 THEN $2 ELSE status END,
+                                      updated_at = CASE WHEN version = $1 THEN $3
+                                                        ELSE updated_at END
+                 WHERE id = $4
+                 RETURNING source_id, version, index_id",
             )
+            .bind(version)
             .bind(DocumentStatus::Processing.as_str())
             .bind(now)
             .bind(document_id),
@@ -43,10 +62,17 @@ pub(crate) async fn claim<B: Backend>(
         .await?;
     let job = ClaimedJob {
         id: row.id("id")?,
-        document_id: document_id.into(),
+        document_id,
+        version,
+        index_id: claimed_version.id("index_id")?,
+        replaces: if doc.small("version")? == version {
+            None
+        } else {
+            Some(doc.id("index_id")?)
+        },
         source_id: doc.id("source_id")?,
-        document_name: doc.text("name")?,
-        content_type: doc.text("content_type")?,
+        document_name: claimed_version.text("name")?,
+        content_type: claimed_version.text("content_type")?,
         attempts: row.small("attempts")?,
         worker: worker.to_owned(),
     };
@@ -64,13 +90,15 @@ pub(crate) async fn renew<B: Backend>(
 ) -> StoreResult<bool> {
     let query = Query::new(
         "UPDATE jobs SET lease_expires_at = $1, updated_at = $2
-         WHERE id = $3 AND state = 'running' AND lease_owner = $4 AND attempts = $5",
+         WHERE id = $3 AND state = 'running' AND lease_owner = $4 AND attempts = $5
+           AND version = $6",
     )
     .bind(lease_until)
     .bind(now)
     .bind(job.id)
     .bind(&job.worker)
-    .bind(job.attempts);
+    .bind(job.attempts)
+    .bind(job.version);
     Ok(store.write().await?.execute(query).await? == 1)
 }
 
@@ -113,37 +141,82 @@ async fn finish_one<B: Backend>(
     if !release_lease::<B>(conn, job, "done", None, now).await? {
         return lost_or_gone(conn, job).await;
     }
+    let Some((live, live_index)) = live_version::<B>(conn, job.document_id).await? else {
+        return Err(StoreError::Corrupt(format!(
+            "document {} went inside its finishing transaction",
+            job.document_id
+        )));
+    };
+    // The switch: the new version's chunks and index id become the document's in this one
+    // transaction; the version before it stays resolvable until the next switch.
+    let switch = live != job.version;
     let updated = Query::new(
         "UPDATE documents SET status = $1, error = NULL, chunk_count = $2, page_count = $3,
-                              updated_at = $4
-         WHERE id = $5
+                              updated_at = $4, version = $5, index_id = $6,
+                              previous_index_id = CASE WHEN $7 THEN documents.index_id
+                                                       ELSE documents.previous_index_id END,
+                              name = v.name, size = v.size, content_type = v.content_type,
+                              sha256 = v.sha256
+         FROM document_versions v
+         WHERE documents.id = $8 AND v.document_id = documents.id AND v.version = $5
          RETURNING source_id",
     )
     .bind(DocumentStatus::Ready.as_str())
     .bind(processed.chunks.len())
     .bind(processed.page_count)
     .bind(now)
+    .bind(job.version)
+    .bind(job.index_id)
+    .bind(switch)
     .bind(job.document_id);
-    let Some(row) = conn.fetch_optional(updated).await? else {
-        return Err(StoreError::Corrupt(format!(
-            "document {} went inside its finishing transaction",
-            job.document_id
-        )));
-    };
+    let row = conn.fetch_one(updated).await?;
     let source: SourceId = row.id("source_id")?;
-    // A retried job may have stored chunks before; replace them.
-    conn.execute(Query::new("DELETE FROM chunks WHERE document_id = $1").bind(job.document_id))
+    if switch {
+        conn.execute(
+            Query::new(
+                "UPDATE document_versions SET status = $1, updated_at = $2
+                 WHERE document_id = $3 AND version = $4",
+            )
+            .bind(VersionStatus::Superseded.as_str())
+            .bind(now)
+            .bind(job.document_id)
+            .bind(live),
+        )
         .await?;
-    B::insert_chunks(conn, job.document_id, source, &processed.chunks).await?;
+    }
+    set_version_status(conn, job, VersionStatus::Ready, None, now).await?;
+    // A retried job may have stored chunks before; replace them. Only the previous version's
+    // chunks stay beside the new ones.
+    let kept = if switch { Some(live_index) } else { None };
+    conn.execute(
+        Query::new(
+            "DELETE FROM chunks WHERE document_id = $1
+             AND (CAST($2 AS TEXT) IS NULL OR index_id <> $3)",
+        )
+        .bind(job.document_id)
+        .bind(kept.map(|id| id.to_string()).as_deref())
+        .bind(kept),
+    )
+    .await?;
+    B::insert_chunks(
+        conn,
+        job.document_id,
+        job.index_id,
+        source,
+        &processed.chunks,
+    )
+    .await?;
+    let mut extra = Map::new();
+    extra.insert("version".into(), job.version.into());
     webhooks::enqueue::<B>(
         conn,
         job.document_id,
         WebhookEvent::DocumentReady,
-        Map::new(),
+        extra,
         now,
     )
     .await?;
-    B::document_ready(conn, job, source, processed).await?;
+    B::document_ready(conn, job, source, processed, kept).await?;
     Ok(FinishOutcome::Stored)
 }
 
@@ -160,8 +233,14 @@ pub(crate) async fn fail<B: Backend>(
         tx.rollback().await?;
         return Ok(outcome);
     }
-    let updated = tx
-        .execute(
+    let Some((live, _)) = live_version::<B>(&mut *tx, job.document_id).await? else {
+        tx.rollback().await?;
+        return Ok(FinishOutcome::DocumentGone);
+    };
+    set_version_status(&mut *tx, job, VersionStatus::Failed, Some(error), now).await?;
+    // A version that fails while another is live leaves the live one searchable.
+    if live == job.version {
+        tx.execute(
             Query::new(
                 "UPDATE documents SET status = $1, error = $2, chunk_count = 0, updated_at = $3
                  WHERE id = $4",
@@ -172,17 +251,16 @@ pub(crate) async fn fail<B: Backend>(
             .bind(job.document_id),
         )
         .await?;
-    if updated == 0 {
-        tx.rollback().await?;
-        return Ok(FinishOutcome::DocumentGone);
+        tx.execute(Query::new("DELETE FROM chunks WHERE document_id = $1").bind(job.document_id))
+            .await?;
     }
-    tx.execute(Query::new("DELETE FROM chunks WHERE document_id = $1").bind(job.document_id))
-        .await?;
+    let mut extra = Map::new();
+    extra.insert("version".into(), job.version.into());
     webhooks::enqueue::<B>(
         &mut *tx,
         job.document_id,
         WebhookEvent::DocumentFailed,
-        Map::new(),
+        extra,
         now,
     )
     .await?;
@@ -202,30 +280,76 @@ pub(crate) async fn release_lease<B: Backend>(
     let query = Query::new(
         "UPDATE jobs SET state = $1, last_error = $2, lease_owner = NULL, lease_expires_at = NULL,
                          updated_at = $3
-         WHERE id = $4 AND state = 'running' AND lease_owner = $5 AND attempts = $6",
+         WHERE id = $4 AND state = 'running' AND lease_owner = $5 AND attempts = $6
+           AND version = $7",
     )
     .bind(state)
     .bind(error)
     .bind(now)
     .bind(job.id)
     .bind(&job.worker)
-    .bind(job.attempts);
+    .bind(job.attempts)
+    .bind(job.version);
     Ok(conn.execute(query).await? == 1)
 }
 
-/// Why a job could not be ended: its lease was lost, or its document is gone.
+/// Why a job could not be ended: its document is gone, a newer version took its place, or its
+/// lease was lost.
 pub(crate) async fn lost_or_gone(
     conn: &mut impl Sql,
     job: &ClaimedJob,
 ) -> StoreResult<FinishOutcome> {
-    let exists = conn
-        .exists(Query::new("SELECT 1 FROM documents WHERE id = $1").bind(job.document_id))
+    let row = conn
+        .fetch_optional(
+            Query::new("SELECT version FROM jobs WHERE document_id = $1").bind(job.document_id),
+        )
         .await?;
-    Ok(if exists {
-        FinishOutcome::LeaseLost
-    } else {
-        FinishOutcome::DocumentGone
+    Ok(match row {
+        None => FinishOutcome::DocumentGone,
+        Some(row) if row.small("version")? != job.version => FinishOutcome::Superseded,
+        Some(_) => FinishOutcome::LeaseLost,
     })
+}
+
+/// Sets the status (and error) of one version of a document.
+pub(crate) async fn set_version_status(
+    conn: &mut impl Sql,
+    job: &ClaimedJob,
+    status: VersionStatus,
+    error: Option<&str>,
+    now: DateTime<Utc>,
+) -> StoreResult<()> {
+    conn.execute(
+        Query::new(
+            "UPDATE document_versions SET status = $1, error = $2, updated_at = $3
+             WHERE document_id = $4 AND version = $5",
+        )
+        .bind(status.as_str())
+        .bind(error)
+        .bind(now)
+        .bind(job.document_id)
+        .bind(job.version),
+    )
+    .await?;
+    Ok(())
+}
+
+/// The document's live version, locked for the rest of the transaction; `None` when it is gone.
+pub(crate) async fn live_version<B: Backend>(
+    conn: &mut Conn<B>,
+    document: DocumentId,
+) -> StoreResult<Option<(u32, DocumentId)>> {
+    let row = conn
+        .fetch_optional(
+            Query::new(format!(
+                "SELECT version, index_id FROM documents WHERE id = $1 {}",
+                B::lock("FOR UPDATE")
+            ))
+            .bind(document),
+        )
+        .await?;
+    row.map(|row| Ok((row.small("version")?, row.id("index_id")?)))
+        .transpose()
 }
 
 /// [`crate::Store::requeue_running_jobs`].

@@ -4,8 +4,8 @@ use std::collections::BTreeSet;
 use std::str::FromStr;
 
 use quire_core::{
-    ApiKeyRecord, ChunkDraft, DocumentRecord, DocumentStatus, Permission, SourceId, SourceRecord,
-    SourceScope, WebhookEvent,
+    ApiKeyRecord, ChunkDraft, DocumentRecord, DocumentStatus, ExternalId, NextVersion, Permission,
+    SourceId, SourceRecord, SourceScope, VersionRecord, VersionStatus, WebhookEvent,
 };
 
 use super::sql::Cells;
@@ -30,17 +30,31 @@ pub(crate) fn source(row: &impl Cells) -> StoreResult<SourceRecord> {
     })
 }
 
-/// A document's columns (table alias `d`), for [`document`].
+/// A document's columns (table alias `d`), with the newest version after the live one that
+/// is not superseded, when there is one, for [`document`].
 pub(crate) const DOCUMENT_COLUMNS: &str = "d.id, d.source_id, d.name, d.status, d.error, \
-     d.chunk_count, d.page_count, d.size, d.content_type, d.sha256, d.metadata, d.created_at, \
-     d.updated_at";
-
-/// The same columns without the alias, for `RETURNING` (which SQLite does not qualify).
-pub(crate) const DOCUMENT_COLUMNS_UNQUALIFIED: &str = "id, source_id, name, status, error, \
-     chunk_count, page_count, size, content_type, sha256, metadata, created_at, updated_at";
+     d.chunk_count, d.page_count, d.size, d.content_type, d.sha256, d.metadata, d.external_id, \
+     d.version, d.index_id, d.previous_index_id, d.created_at, d.updated_at, \
+     (SELECT v.version FROM document_versions v WHERE v.document_id = d.id \
+      AND v.version > d.version AND v.status <> 'superseded' \
+      ORDER BY v.version DESC LIMIT 1) AS next_version, \
+     (SELECT v.status FROM document_versions v WHERE v.document_id = d.id \
+      AND v.version > d.version AND v.status <> 'superseded' \
+      ORDER BY v.version DESC LIMIT 1) AS next_status, \
+     (SELECT v.error FROM document_versions v WHERE v.document_id = d.id \
+      AND v.version > d.version AND v.status <> 'superseded' \
+      ORDER BY v.version DESC LIMIT 1) AS next_error";
 
 /// A document.
 pub(crate) fn document(row: &impl Cells) -> StoreResult<DocumentRecord> {
+    let next_version = match row.opt_int("next_version")? {
+        Some(version) => Some(NextVersion {
+            version: version_number(version)?,
+            status: version_status(&row.text("next_status")?)?,
+            error: row.opt_text("next_error")?,
+        }),
+        None => None,
+    };
     Ok(DocumentRecord {
         id: row.id("id")?,
         source_id: row.id("source_id")?,
@@ -54,9 +68,49 @@ pub(crate) fn document(row: &impl Cells) -> StoreResult<DocumentRecord> {
         sha256: row.text("sha256")?,
         metadata: quire_core::Metadata::from_stored(&row.text("metadata")?)
             .map_err(|e| StoreError::Corrupt(e.0))?,
+        external_id: row
+            .opt_text("external_id")?
+            .map(|raw| ExternalId::parse(&raw).map_err(|e| StoreError::Corrupt(e.0)))
+            .transpose()?,
+        version: version_number(row.int("version")?)?,
+        index_id: row.id("index_id")?,
+        previous_index_id: row.opt_id("previous_index_id")?,
+        next_version,
         created_at: row.time("created_at")?,
         updated_at: row.time("updated_at")?,
     })
+}
+
+/// A version's columns (alias `v`), for [`version`].
+pub(crate) const VERSION_COLUMNS: &str = "v.version, v.index_id, v.name, v.size, \
+     v.content_type, v.sha256, v.status, v.error, v.created_at";
+
+/// One version of a document.
+pub(crate) fn version(row: &impl Cells) -> StoreResult<VersionRecord> {
+    Ok(VersionRecord {
+        version: version_number(row.int("version")?)?,
+        index_id: row.id("index_id")?,
+        name: row.text("name")?,
+        size: row.count("size")?,
+        content_type: row.text("content_type")?,
+        sha256: row.text("sha256")?,
+        status: version_status(&row.text("status")?)?,
+        error: row.opt_text("error")?,
+        created_at: row.time("created_at")?,
+    })
+}
+
+/// A stored version number.
+pub(crate) fn version_number(raw: i64) -> StoreResult<u32> {
+    u32::try_from(raw)
+        .ok()
+        .filter(|v| *v > 0)
+        .ok_or_else(|| StoreError::Corrupt(format!("version number {raw}")))
+}
+
+/// A stored version status.
+pub(crate) fn version_status(raw: &str) -> StoreResult<VersionStatus> {
+    VersionStatus::from_str(raw).map_err(StoreError::Corrupt)
 }
 
 /// A stored document status.

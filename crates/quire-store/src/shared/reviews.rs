@@ -3,7 +3,7 @@
 //! listing them, and an administrator's decision, which sends the document back to processing.
 
 use chrono::{DateTime, Utc};
-use quire_core::{DocumentId, DocumentStatus, WebhookEvent};
+use quire_core::{DocumentId, DocumentStatus, VersionStatus, WebhookEvent};
 use serde_json::{Map, Value};
 
 use super::records::{self, DOCUMENT_COLUMNS, REVIEW_COLUMNS};
@@ -30,8 +30,14 @@ pub(crate) async fn hold<B: Backend>(
         tx.rollback().await?;
         return Ok(outcome);
     }
-    let updated = tx
-        .execute(
+    let Some((live, _)) = jobs::live_version::<B>(&mut *tx, doc).await? else {
+        tx.rollback().await?;
+        return Ok(FinishOutcome::DocumentGone);
+    };
+    jobs::set_version_status(&mut *tx, job, VersionStatus::PendingReview, None, now).await?;
+    // A newer version held for review leaves the live one searchable.
+    if live == job.version {
+        tx.execute(
             Query::new(
                 "UPDATE documents SET status = $1, error = NULL, chunk_count = 0, page_count = $2,
                                       updated_at = $3
@@ -43,9 +49,6 @@ pub(crate) async fn hold<B: Backend>(
             .bind(doc),
         )
         .await?;
-    if updated == 0 {
-        tx.rollback().await?;
-        return Ok(FinishOutcome::DocumentGone);
     }
     // The real name is kept for the reviewer when the document shows a masked one meanwhile; a
     // document held again while masked keeps the real name recorded the first time.
@@ -54,7 +57,8 @@ pub(crate) async fn hold<B: Backend>(
             "INSERT INTO document_reviews (document_id, pii_types, findings, held_at, held_name)
              VALUES ($1, $2, $3, $4,
                      CASE WHEN CAST($5 AS TEXT) IS NULL THEN NULL
-                          ELSE (SELECT name FROM documents WHERE id = $1) END)
+                          ELSE (SELECT name FROM document_versions
+                                WHERE document_id = $1 AND version = $6) END)
              ON CONFLICT (document_id) DO UPDATE SET
                  pii_types = excluded.pii_types, findings = excluded.findings,
                  held_at = excluded.held_at,
@@ -67,11 +71,12 @@ pub(crate) async fn hold<B: Backend>(
         .bind(types.as_str())
         .bind(&held.findings)
         .bind(now)
-        .bind(held.shown_name.as_deref()),
+        .bind(held.shown_name.as_deref())
+        .bind(job.version),
     )
     .await?;
     if let Some(shown) = &held.shown_name {
-        rename(&mut *tx, doc, shown).await?;
+        rename(&mut *tx, doc, job.version, shown).await?;
     }
     let mut extra = Map::new();
     extra.insert(
@@ -90,12 +95,22 @@ pub(crate) async fn hold<B: Backend>(
     Ok(FinishOutcome::Stored)
 }
 
-/// Gives a document another name.
-async fn rename(conn: &mut impl Sql, id: DocumentId, name: &str) -> StoreResult<()> {
+/// Gives one version of a document another name, and the document too when it is live.
+async fn rename(conn: &mut impl Sql, id: DocumentId, version: u32, name: &str) -> StoreResult<()> {
     conn.execute(
-        Query::new("UPDATE documents SET name = $1 WHERE id = $2")
+        Query::new("UPDATE documents SET name = $1 WHERE id = $2 AND version = $3")
             .bind(name)
-            .bind(id),
+            .bind(id)
+            .bind(version),
+    )
+    .await?;
+    conn.execute(
+        Query::new(
+            "UPDATE document_versions SET name = $1 WHERE document_id = $2 AND version = $3",
+        )
+        .bind(name)
+        .bind(id)
+        .bind(version),
     )
     .await?;
     Ok(())
@@ -106,11 +121,13 @@ pub(crate) async fn waiting<B: Backend>(store: &B) -> StoreResult<Vec<ReviewReco
     let query = Query::new(format!(
         "SELECT {DOCUMENT_COLUMNS}, {REVIEW_COLUMNS}
          FROM document_reviews r JOIN documents d ON d.id = r.document_id
-         WHERE r.decision IS NULL AND d.status = $1
+         WHERE r.decision IS NULL
+           AND EXISTS (SELECT 1 FROM document_versions v
+                       WHERE v.document_id = d.id AND v.status = $1)
          ORDER BY r.held_at, d.{}",
         B::SEQ
     ))
-    .bind(DocumentStatus::PendingReview.as_str());
+    .bind(VersionStatus::PendingReview.as_str());
     let rows = store.read().await?.fetch_all(query).await?;
     rows.iter().map(records::review).collect()
 }
@@ -139,21 +156,36 @@ pub(crate) async fn decide<B: Backend>(
 ) -> StoreResult<bool> {
     let mut tx = store.begin_write().await?;
     // The row lock this update takes makes a second decision wait, then find nothing to do.
-    let updated = tx
-        .execute(
+    let held = tx
+        .fetch_optional(
             Query::new(
-                "UPDATE documents SET status = $1, updated_at = $2 WHERE id = $3 AND status = $4",
+                "UPDATE document_versions SET status = $1, updated_at = $2
+                 WHERE document_id = $3 AND status = $4
+                 RETURNING version",
             )
-            .bind(DocumentStatus::Queued.as_str())
+            .bind(VersionStatus::Queued.as_str())
             .bind(now)
             .bind(id)
-            .bind(DocumentStatus::PendingReview.as_str()),
+            .bind(VersionStatus::PendingReview.as_str()),
         )
         .await?;
-    if updated == 0 {
+    let Some(held) = held else {
         tx.rollback().await?;
         return Ok(false);
-    }
+    };
+    let version = held.small("version")?;
+    tx.execute(
+        Query::new(
+            "UPDATE documents SET status = $1, updated_at = $2
+             WHERE id = $3 AND status = $4 AND version = $5",
+        )
+        .bind(DocumentStatus::Queued.as_str())
+        .bind(now)
+        .bind(id)
+        .bind(DocumentStatus::PendingReview.as_str())
+        .bind(version),
+    )
+    .await?;
     // The found text goes with the decision: only the reduced findings are kept.
     tx.execute(
         Query::new(
@@ -168,7 +200,7 @@ pub(crate) async fn decide<B: Backend>(
     )
     .await?;
     if let Some(name) = &decided.name {
-        rename(&mut *tx, id, name).await?;
+        rename(&mut *tx, id, version, name).await?;
     }
     // The document's job runs again from the start, with the decision to apply.
     tx.execute(

@@ -17,6 +17,8 @@ use crate::{StoreError, StoreResult};
 pub(crate) enum Arg {
     /// An id: TEXT in SQLite, UUID in PostgreSQL.
     Id(Uuid),
+    /// An id or NULL, in the same column types as [`Arg::Id`].
+    OptId(Option<Uuid>),
     /// A list of ids for [`super::Backend::in_ids`]: a JSON array in SQLite, UUID[] in
     /// PostgreSQL.
     Ids(Vec<Uuid>),
@@ -56,6 +58,12 @@ id_args!(
     WebhookId,
     EventId
 );
+
+impl From<Option<DocumentId>> for Arg {
+    fn from(id: Option<DocumentId>) -> Self {
+        Self::OptId(id.map(|id| id.0))
+    }
+}
 
 impl From<Uuid> for Arg {
     fn from(id: Uuid) -> Self {
@@ -212,6 +220,8 @@ pub(crate) trait Cells {
     fn bool(&self, column: &str) -> StoreResult<bool>;
     /// An id column.
     fn uuid(&self, column: &str) -> StoreResult<Uuid>;
+    /// An id column that may be NULL.
+    fn opt_uuid(&self, column: &str) -> StoreResult<Option<Uuid>>;
     /// A time column that may be NULL.
     fn opt_time(&self, column: &str) -> StoreResult<Option<DateTime<Utc>>>;
     /// A column written as [`Arg::Scope`].
@@ -230,6 +240,10 @@ pub(crate) trait Cells {
     /// An id column as a typed id.
     fn id<T: From<Uuid>>(&self, column: &str) -> StoreResult<T> {
         self.uuid(column).map(T::from)
+    }
+    /// An id column that may be NULL, as a typed id.
+    fn opt_id<T: From<Uuid>>(&self, column: &str) -> StoreResult<Option<T>> {
+        Ok(self.opt_uuid(column)?.map(T::from))
     }
     /// A count or size; never negative, so the conversion cannot lose anything real.
     fn count(&self, column: &str) -> StoreResult<u64> {

@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use quire_core::{
     ApiKeyRecord, ChunkDraft, ConversationId, DocumentCursor, DocumentId, DocumentRecord,
-    DocumentStatus, KeyId, NewApiKey, NewDocument, NewSource, PageSize, SourceId, SourceRecord,
-    SourceScope, WebhookEvent, WebhookId,
+    DocumentStatus, ExternalId, KeyId, NewApiKey, NewDocument, NewSource, PageSize, SourceId,
+    SourceRecord, SourceScope, VersionRecord, WebhookEvent, WebhookId,
 };
 use uuid::Uuid;
 
@@ -18,11 +18,11 @@ use super::{
 };
 use crate::{
     AdminSession, AuditEntry, ChunkVectors, ClaimedJob, ClusterNode, ConversationRecord, Created,
-    DecidedReview, DeliveryAttempt, DocumentHit, DocumentPage, DocumentProgress, FinishOutcome,
-    HeldDocument, IndexChange, MessageRecord, NewDeliveryAttempt, NewMessage, NewWebhook,
-    PendingDelivery, PoolStats, ProcessedDocument, QueueLimits, QueueRefusal, QueueView,
-    RateWindow, ReviewDecision, ReviewRecord, Store, StoreResult, StoredChunk, TicketPlace,
-    WebhookRecord,
+    DecidedReview, DeletedDocument, DeliveryAttempt, DocumentHit, DocumentPage, DocumentProgress,
+    FinishOutcome, HeldDocument, IndexChange, MessageRecord, NewDeliveryAttempt, NewMessage,
+    NewWebhook, PendingDelivery, PoolStats, ProcessedDocument, QueueLimits, QueueRefusal,
+    QueueView, RateWindow, ReviewDecision, ReviewRecord, Store, StoreResult, StoredChunk,
+    TicketPlace, WebhookRecord,
 };
 
 #[async_trait]
@@ -49,6 +49,33 @@ impl<B: Backend> Store for B {
 
     async fn create_documents(&self, documents: Vec<NewDocument>) -> StoreResult<Vec<Created>> {
         documents::create_all(self, documents).await
+    }
+
+    async fn add_version(
+        &self,
+        scope: &SourceScope,
+        id: DocumentId,
+        document: NewDocument,
+    ) -> StoreResult<Option<Created>> {
+        documents::add_version_to(self, scope, id, document).await
+    }
+
+    async fn find_document_by_external_id(
+        &self,
+        scope: &SourceScope,
+        source: SourceId,
+        external_id: &ExternalId,
+    ) -> StoreResult<Option<DocumentRecord>> {
+        documents::by_external_id(self, scope, source, external_id).await
+    }
+
+    async fn document_versions(
+        &self,
+        scope: &SourceScope,
+        source: SourceId,
+        id: DocumentId,
+    ) -> StoreResult<Option<Vec<VersionRecord>>> {
+        documents::versions(self, scope, source, id).await
     }
 
     async fn list_documents(
@@ -108,8 +135,9 @@ impl<B: Backend> Store for B {
         scope: &SourceScope,
         source: SourceId,
         id: DocumentId,
-    ) -> StoreResult<Option<DocumentRecord>> {
-        documents::delete(self, scope, source, id).await
+        now: DateTime<Utc>,
+    ) -> StoreResult<Option<DeletedDocument>> {
+        documents::delete(self, scope, source, id, now).await
     }
 
     async fn ready_documents(

@@ -59,7 +59,7 @@ impl EventDocument {
             WebhookEvent::DocumentFailed => {
                 data.insert("error".into(), self.error.unwrap_or_default().into());
             }
-            WebhookEvent::DocumentPiiDetected => {}
+            WebhookEvent::DocumentPiiDetected | WebhookEvent::DocumentDeleted => {}
         }
         data.extend(extra);
         data
@@ -71,7 +71,7 @@ fn event_field(event: WebhookEvent) -> Option<&'static str> {
     match event {
         WebhookEvent::DocumentReady => Some("chunkCount"),
         WebhookEvent::DocumentFailed => Some("error"),
-        WebhookEvent::DocumentPiiDetected => None,
+        WebhookEvent::DocumentPiiDetected | WebhookEvent::DocumentDeleted => None,
     }
 }
 
@@ -245,13 +245,31 @@ pub(crate) async fn enqueue<B: Backend>(
             "document {document_id} does not exist"
         )));
     };
+    let mut error = doc.opt_text("error")?;
+    // A version that failed while another stays live keeps its reason on its own row.
+    if let (WebhookEvent::DocumentFailed, Some(version)) =
+        (event, extra.get("version").and_then(Value::as_u64))
+    {
+        let row = conn
+            .fetch_optional(
+                Query::new(
+                    "SELECT error FROM document_versions WHERE document_id = $1 AND version = $2",
+                )
+                .bind(document_id)
+                .bind(version),
+            )
+            .await?;
+        if let Some(row) = row {
+            error = row.opt_text("error")?.or(error);
+        }
+    }
     let doc = EventDocument {
         id: document_id,
         name: doc.text("name")?,
         source_id: doc.id("source_id")?,
         source_name: doc.text("source_name")?,
         chunk_count: doc.count("chunk_count")?,
-        error: doc.opt_text("error")?,
+        error,
     };
     // A webhook receives only the events of the sources in its scope (NULL: every source).
     let mut in_scope = Vec::with_capacity(subscribers.len());

@@ -18,6 +18,7 @@ fn bound(query: &Query) -> sqlx::query::Query<'_, Sqlite, SqliteArguments<'_>> {
         .iter()
         .fold(sqlx::query(&query.sql), |q, arg| match arg {
             Arg::Id(id) => q.bind(id.hyphenated().to_string()),
+            Arg::OptId(id) => q.bind(id.map(|id| id.hyphenated().to_string())),
             Arg::Ids(ids) => q.bind(ids_json(ids)),
             Arg::Scope(ids) => q.bind(ids.as_deref().map(ids_json)),
             Arg::Time(t) => q.bind(t.timestamp_millis()),
@@ -86,6 +87,12 @@ impl Cells for SqliteRow {
 
     fn uuid(&self, column: &str) -> StoreResult<Uuid> {
         uuid(&self.try_get::<String, _>(column)?)
+    }
+
+    fn opt_uuid(&self, column: &str) -> StoreResult<Option<Uuid>> {
+        self.try_get::<Option<String>, _>(column)?
+            .map(|raw| uuid(&raw))
+            .transpose()
     }
 
     fn opt_time(&self, column: &str) -> StoreResult<Option<DateTime<Utc>>> {

@@ -23,6 +23,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (11, include_str!("schema_v11.sql")),
     (12, include_str!("schema_v12.sql")),
     (13, include_str!("schema_v13.sql")),
+    (14, include_str!("schema_v14.sql")),
 ];
 
 pub(super) async fn run(pool: &SqlitePool) -> StoreResult<()> {

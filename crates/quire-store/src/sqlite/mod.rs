@@ -103,7 +103,7 @@ macro_rules! next_job {
 #[cfg(test)]
 const NEXT_JOB: &str = next_job!();
 
-/// Chunk rows per `INSERT`: 7 parameters each stays far below SQLite's 32,766 parameters a
+/// Chunk rows per `INSERT`: 8 parameters each stays far below SQLite's 32,766 parameters a
 /// statement, and a document of the largest allowed size is written in a few hundred statements.
 const CHUNK_ROWS_PER_INSERT: usize = 500;
 
@@ -116,11 +116,6 @@ impl Backend for SqliteStore {
 
     const SEQ: &'static str = "rowid";
     const GREATEST: &'static str = "MAX";
-    // One statement checks for the same bytes and inserts, so two concurrent uploads of one
-    // file cannot both get through (SQLite runs one writer at a time).
-    const NEW_DOCUMENT_ROW: &'static str = "SELECT $1, $2, $3, $4, $5, $6, $7, $8, $8, $9
-         WHERE NOT EXISTS (SELECT 1 FROM documents
-                           WHERE source_id = $2 AND sha256 = $7 AND status != 'failed')";
     const CLAIM_JOB: &'static str = concat!(
         "UPDATE jobs
          SET state = 'running', attempts = attempts + 1, lease_owner = ?1,
@@ -128,7 +123,7 @@ impl Backend for SqliteStore {
          WHERE id = (",
         next_job!(),
         ")
-         RETURNING id, document_id, attempts"
+         RETURNING id, document_id, attempts, version"
     );
     // The transaction's commit costs SQLite far more than the few statements each document adds.
     const FINISH_IN_ONE_TRANSACTION: bool = true;
@@ -184,16 +179,19 @@ impl Backend for SqliteStore {
     async fn insert_chunks(
         conn: &mut SqliteConnection,
         document: DocumentId,
+        index_id: DocumentId,
         source: SourceId,
         chunks: &[ChunkDraft],
     ) -> StoreResult<()> {
         for batch in chunks.chunks(CHUNK_ROWS_PER_INSERT) {
             let mut insert = QueryBuilder::<Sqlite>::new(
-                "INSERT INTO chunks (id, document_id, source_id, ordinal, page, section, content) ",
+                "INSERT INTO chunks (id, document_id, index_id, source_id, ordinal, page, section,
+                                     content) ",
             );
             insert.push_values(batch, |mut row, chunk| {
                 row.push_bind(ChunkId::new().to_string())
                     .push_bind(document.to_string())
+                    .push_bind(index_id.to_string())
                     .push_bind(source.to_string())
                     .push_bind(i64::from(chunk.ordinal))
                     .push_bind(i64::from(chunk.page))
@@ -209,8 +207,8 @@ impl Backend for SqliteStore {
         let mut out = Vec::with_capacity(keys.len());
         for batch in keys.chunks(KEYS_PER_QUERY) {
             let mut qb = QueryBuilder::<Sqlite>::new(
-                "SELECT document_id, ordinal, page, section, content FROM chunks
-                 WHERE (document_id, ordinal) IN (VALUES ",
+                "SELECT index_id, ordinal, page, section, content FROM chunks
+                 WHERE (index_id, ordinal) IN (VALUES ",
             );
             let mut list = qb.separated(", ");
             for (document, ordinal) in batch {
@@ -223,7 +221,7 @@ impl Backend for SqliteStore {
             qb.push(")");
             for row in qb.build().fetch_all(&self.pool).await? {
                 out.push(StoredChunk {
-                    document_id: row.id("document_id")?,
+                    document_id: row.id("index_id")?,
                     chunk: records::chunk(&row)?,
                 });
             }
@@ -364,6 +362,7 @@ mod tests {
                         size: 1,
                         sha256: format!("{d:064}"),
                         metadata: Default::default(),
+                        external_id: None,
                         created_at: now,
                     })
                     .collect();

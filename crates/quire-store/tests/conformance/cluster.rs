@@ -36,7 +36,7 @@ pub(super) async fn the_index_feed_lists_what_became_ready_or_went(store: &dyn S
         assert_eq!(outcome, FinishOutcome::Stored);
     }
     store
-        .delete_document(&SourceScope::All, s, a)
+        .delete_document(&SourceScope::All, s, a, chrono::Utc::now())
         .await
         .unwrap()
         .unwrap();
@@ -51,6 +51,8 @@ pub(super) async fn the_index_feed_lists_what_became_ready_or_went(store: &dyn S
         document_id,
         source_id: s,
         kind,
+        index_id: document_id,
+        replaced: None,
     };
     assert_eq!(
         changes,
@@ -69,7 +71,7 @@ pub(super) async fn the_index_feed_lists_what_became_ready_or_went(store: &dyn S
     // Deleting what does not exist changes nothing.
     assert!(
         store
-            .delete_document(&SourceScope::All, s, a)
+            .delete_document(&SourceScope::All, s, a, chrono::Utc::now())
             .await
             .unwrap()
             .is_none()
@@ -97,7 +99,7 @@ pub(super) async fn concurrent_changes_take_consecutive_feed_positions(db: &Test
             assert_eq!(outcome, FinishOutcome::Stored);
             if job.document_id.as_uuid().as_bytes()[0] % 2 == 0 {
                 store
-                    .delete_document(&SourceScope::All, s, job.document_id)
+                    .delete_document(&SourceScope::All, s, job.document_id, chrono::Utc::now())
                     .await
                     .unwrap()
                     .unwrap();

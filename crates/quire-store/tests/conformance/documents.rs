@@ -82,7 +82,7 @@ pub(super) async fn sources_and_documents_respect_scope(store: &dyn Store) {
     );
     assert!(
         store
-            .delete_document(&only_a, b, doc_b)
+            .delete_document(&only_a, b, doc_b, chrono::Utc::now())
             .await
             .unwrap()
             .is_none()
@@ -122,11 +122,12 @@ pub(super) async fn sources_and_documents_respect_scope(store: &dyn Store) {
     assert!(store.existing_documents(&[]).await.unwrap().is_empty());
 
     let deleted = store
-        .delete_document(&only_a, a, doc_a)
+        .delete_document(&only_a, a, doc_a, chrono::Utc::now())
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(deleted.id, doc_a);
+    assert_eq!(deleted.document.id, doc_a);
+    assert_eq!(deleted.index_ids, [doc_a]);
     assert!(
         store
             .get_document(&only_a, a, doc_a)
@@ -229,6 +230,7 @@ pub(super) async fn the_same_bytes_are_one_document_per_source(store: &dyn Store
         size: 1,
         sha256: "ab".repeat(32),
         metadata: Default::default(),
+        external_id: None,
         created_at: t0(),
     };
     let first = store.create_document(new(a)).await.unwrap();
@@ -271,6 +273,7 @@ pub(super) async fn a_bulk_of_documents_is_created_in_order_all_or_none(store: &
         size: 1,
         sha256: bytes.repeat(32),
         metadata: Default::default(),
+        external_id: None,
         created_at: t0(),
     };
     let stored = store.create_document(new(s, "aa")).await.unwrap();
@@ -324,6 +327,7 @@ pub(super) async fn documents_are_listed_page_by_page_in_the_full_lists_order(st
                 size: 3,
                 sha256: id.as_uuid().simple().to_string().repeat(2),
                 metadata: Default::default(),
+                external_id: None,
                 created_at: t0() + Duration::minutes(minutes),
             })
             .await
@@ -401,7 +405,8 @@ pub(super) async fn metadata_is_stored_and_merged_within_scope(store: &dyn Store
             content_type: "text/plain".into(),
             size: 3,
             sha256: "m".repeat(64),
-            metadata: metadata.clone(),
+            metadata: Some(metadata.clone()),
+            external_id: None,
             created_at: t0(),
         })
         .await

@@ -40,6 +40,7 @@ pub(crate) async fn document(store: &dyn Store, source: SourceId, name: &str) ->
             // Distinct contents: equal hashes in one source are one document.
             sha256: id.as_uuid().simple().to_string().repeat(2),
             metadata: Default::default(),
+            external_id: None,
             created_at: t0(),
         })
         .await

@@ -89,7 +89,7 @@ pub(super) async fn leases_are_renewed_until_lost(store: &dyn Store) {
         .unwrap();
     assert_eq!(job2.document_id, second);
     store
-        .delete_document(&SourceScope::All, s, second)
+        .delete_document(&SourceScope::All, s, second, chrono::Utc::now())
         .await
         .unwrap()
         .unwrap();
@@ -129,7 +129,12 @@ pub(super) async fn documents_finished_together_each_get_their_own_outcome(store
         .unwrap();
     assert_eq!(taken.document_id, jobs[2].document_id);
     store
-        .delete_document(&SourceScope::All, s, jobs[1].document_id)
+        .delete_document(
+            &SourceScope::All,
+            s,
+            jobs[1].document_id,
+            chrono::Utc::now(),
+        )
         .await
         .unwrap();
 
@@ -302,7 +307,7 @@ pub(super) async fn jobs_are_leased_finished_and_resumed(store: &dyn Store) {
 
     // A document deleted while processed is not resurrected.
     store
-        .delete_document(&SourceScope::All, s, third)
+        .delete_document(&SourceScope::All, s, third, chrono::Utc::now())
         .await
         .unwrap()
         .unwrap();
@@ -472,7 +477,8 @@ pub(super) async fn deleting_while_workers_finish_never_fails(db: &TestDb) {
                     worker.fail_document(job, "unreadable", t0()).await
                 }
             };
-            let delete = api.delete_document(&SourceScope::All, s, job.document_id);
+            let delete =
+                api.delete_document(&SourceScope::All, s, job.document_id, chrono::Utc::now());
             let (ended, deleted) = tokio::join!(end, delete);
             let ended = ended.unwrap_or_else(|e| panic!("ending job {i}: {e}"));
             assert!(

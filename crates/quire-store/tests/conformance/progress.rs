@@ -65,7 +65,7 @@ pub async fn progress_is_shown_only_while_processing(store: &dyn Store) {
     // A document deleted while its worker still reports: no error, nothing written.
     let gone = document(store, s, "gone.txt").await;
     store
-        .delete_document(&quire_core::SourceScope::All, s, gone)
+        .delete_document(&quire_core::SourceScope::All, s, gone, chrono::Utc::now())
         .await
         .unwrap();
     store.set_document_progress(gone, &parsing).await.unwrap();

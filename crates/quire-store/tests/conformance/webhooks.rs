@@ -206,6 +206,7 @@ pub(super) async fn finishing_a_document_writes_one_event_per_subscriber(store: 
                     "dataSourceId": s.to_string(),
                     "dataSourceName": "Manuals",
                     "chunkCount": 3,
+                    "version": 1,
                 }
             })
         );
@@ -298,6 +299,7 @@ pub(super) async fn failing_a_document_writes_its_error(store: &dyn Store) {
                 "dataSourceId": s.to_string(),
                 "dataSourceName": "Scans",
                 "error": "could not parse: bad xref \"table\"",
+                "version": 1,
             }
         })
     );

@@ -113,6 +113,7 @@ async fn store_with_hooks(
             size: 3,
             sha256: "ab".repeat(32),
             metadata: Default::default(),
+            external_id: None,
             created_at: t0(),
         })
         .await

@@ -172,6 +172,7 @@ enum Op {
     GetDocument,
     GetOriginal,
     PatchDocument,
+    PutDocument,
     DeleteDocument,
     Search,
     Generate,
@@ -189,7 +190,7 @@ enum Op {
     OpenApi,
 }
 
-const OPS: [Op; 24] = [
+const OPS: [Op; 25] = [
     Op::ListSources,
     Op::CreateSource,
     Op::GetSource,
@@ -199,6 +200,7 @@ const OPS: [Op; 24] = [
     Op::GetDocument,
     Op::GetOriginal,
     Op::PatchDocument,
+    Op::PutDocument,
     Op::DeleteDocument,
     Op::Search,
     Op::Generate,
@@ -229,6 +231,7 @@ impl Op {
             Op::GetDocument => ("get", "/api/v1/sources/{id}/documents/{doc_id}"),
             Op::GetOriginal => ("get", "/api/v1/sources/{id}/documents/{doc_id}/original"),
             Op::PatchDocument => ("patch", "/api/v1/sources/{id}/documents/{doc_id}"),
+            Op::PutDocument => ("put", "/api/v1/sources/{id}/documents/{doc_id}"),
             Op::DeleteDocument => ("delete", "/api/v1/sources/{id}/documents/{doc_id}"),
             Op::Search => ("post", "/api/v1/search"),
             Op::Generate => ("post", "/api/v1/generate"),
@@ -256,9 +259,11 @@ impl Op {
             | Op::Version
             | Op::OpenApi => &[NoId],
             Op::GetSource | Op::ListDocuments | Op::Upload | Op::UploadBulk => &[InA, InB, Missing],
-            Op::GetDocument | Op::GetOriginal | Op::PatchDocument | Op::DeleteDocument => {
-                DOCUMENT_TARGETS
-            }
+            Op::GetDocument
+            | Op::GetOriginal
+            | Op::PatchDocument
+            | Op::PutDocument
+            | Op::DeleteDocument => DOCUMENT_TARGETS,
             Op::Search | Op::CreateWebhook => SEARCH_TARGETS,
             // `generate` takes sources and a conversation.
             Op::Generate => QUESTION_TARGETS,
@@ -281,6 +286,7 @@ impl Op {
             | Op::Upload
             | Op::UploadBulk
             | Op::PatchDocument
+            | Op::PutDocument
             | Op::DeleteDocument => Some(Permission::ReadWrite),
             Op::ListReviews | Op::GetReview | Op::Approve | Op::Redact | Op::Reject => {
                 Some(Permission::Admin)
@@ -296,7 +302,7 @@ impl Op {
     fn success(self) -> StatusCode {
         match self {
             Op::CreateSource | Op::CreateWebhook => StatusCode::CREATED,
-            Op::Upload | Op::UploadBulk => StatusCode::ACCEPTED,
+            Op::Upload | Op::UploadBulk | Op::PutDocument => StatusCode::ACCEPTED,
             Op::DeleteDocument | Op::Reject | Op::DeleteWebhook => StatusCode::NO_CONTENT,
             _ => StatusCode::OK,
         }
@@ -306,7 +312,13 @@ impl Op {
     fn consumes(self) -> bool {
         matches!(
             self,
-            Op::DeleteDocument | Op::Approve | Op::Redact | Op::Reject | Op::DeleteWebhook
+            // A new version replaces the document's text, which other operations search for.
+            Op::DeleteDocument
+                | Op::PutDocument
+                | Op::Approve
+                | Op::Redact
+                | Op::Reject
+                | Op::DeleteWebhook
         )
     }
 }

@@ -411,6 +411,7 @@ async fn an_expired_lease_is_taken_over_without_a_restart() {
             size: GUIDE.len() as u64,
             sha256: hex::encode(Sha256::digest(GUIDE)),
             metadata: Default::default(),
+            external_id: None,
             created_at: later,
         })
         .await

@@ -39,4 +39,5 @@ mod search;
 mod semantic;
 mod sources;
 mod store_outage;
+mod versions;
 mod webhooks;

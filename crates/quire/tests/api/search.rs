@@ -139,7 +139,12 @@ async fn stale_index_entries_do_not_cut_results_short() {
         let id: quire_core::DocumentId = doc.parse().unwrap();
         let deleted = server
             .store
-            .delete_document(&quire_core::SourceScope::All, source_id, id)
+            .delete_document(
+                &quire_core::SourceScope::All,
+                source_id,
+                id,
+                chrono::Utc::now(),
+            )
             .await
             .unwrap();
         assert!(deleted.is_some());

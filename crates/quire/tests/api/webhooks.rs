@@ -209,6 +209,7 @@ async fn ready_and_failed_documents_are_announced_with_exact_signed_payloads() {
             "dataSourceId": source,
             "dataSourceName": "Manuals",
             "chunkCount": doc["chunkCount"],
+            "version": 1,
         })
     );
     assert_eq!(ready_event.as_object().unwrap().len(), 3, "{ready_event}");
@@ -231,6 +232,7 @@ async fn ready_and_failed_documents_are_announced_with_exact_signed_payloads() {
             "dataSourceId": source,
             "dataSourceName": "Manuals",
             "error": failed_doc["error"],
+            "version": 1,
         })
     );
     // Distinct delivery ids.

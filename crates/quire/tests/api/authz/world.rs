@@ -508,7 +508,11 @@ impl World {
                     ),
                 )
             }
-            Op::GetDocument | Op::GetOriginal | Op::PatchDocument | Op::DeleteDocument => {
+            Op::GetDocument
+            | Op::GetOriginal
+            | Op::PatchDocument
+            | Op::PutDocument
+            | Op::DeleteDocument => {
                 let (source, doc) = if fresh {
                     (self.source_of(target), self.fresh_document(target).await)
                 } else {
@@ -527,6 +531,13 @@ impl World {
                         json_body = Some(json!({"metadata": {"reviewed": true}}));
                         (
                             Method::PATCH,
+                            format!("/api/v1/sources/{source}/documents/{doc}"),
+                        )
+                    }
+                    Op::PutDocument => {
+                        files = vec![format!("{tag}-version-{n}.md")];
+                        (
+                            Method::PUT,
                             format!("/api/v1/sources/{source}/documents/{doc}"),
                         )
                     }
