@@ -4,8 +4,17 @@
 //! [`KeywordIndex`]; then, for a deterministic choice of 50%, 10%, 1% and 0.1% of the
 //! documents, it runs the same queries unfiltered and through `search_within`. Vector results
 //! are compared with an exact top 10 computed by brute force over the chosen documents'
-//! vectors; keyword results are exact by construction (the filter is inside the Tantivy
-//! query), so only their latency and fullness are measured.
+//! vectors. Keyword results are exact by construction (the restriction applies before the top
+//! 10 is taken), and the benchmark checks it: each must equal the top 10 among the chosen
+//! documents of an unfiltered search that returns every matching chunk, or it stops.
+//!
+//! **Hybrid** is what the product's hybrid search fuses: the filtered keyword and vector lists
+//! of `candidates` chunks each, fused as `quire-app` does with its default settings
+//! (`SearchSettings::default()`: method, weights and candidates; the later reordering by
+//! document and page, which needs the store, is left out). Its top 10 is compared with the
+//! fusion of the exact keyword and exact vector lists over the chosen chunks, and its latency
+//! (the two searches one after the other, then the fusion) with the unfiltered hybrid's. Query
+//! `i` pairs the `i`-th text with the `i`-th vector.
 //!
 //! **The text**: every chunk has 40 words, half from its topic's 20 words and half from 2,000
 //! general words (Zipf-like), so BM25 has rare and common terms to weigh. A keyword query is
@@ -16,11 +25,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Args;
+use quire_app::search::{FusionMethod, SearchSettings};
 use quire_core::{DocumentId, SourceId, SourceScope};
-use quire_search::{DocumentVectors, IndexedChunk, KeywordIndex, VectorIndex, VectorOptions};
+use quire_search::{
+    DocumentVectors, IndexedChunk, KeywordHit, KeywordIndex, VectorHit, VectorIndex, VectorOptions,
+    convex_combination, reciprocal_rank_fusion,
+};
 use serde::Serialize;
 
-use crate::bench_vectors::{K, Mixture, SOURCES, dot, keep_best, splitmix64};
+use crate::bench_vectors::{K, Mixture, SOURCES, dot, splitmix64};
 
 /// Options of `quire bench filters`.
 #[derive(Debug, Args)]
@@ -67,10 +80,11 @@ impl Latency {
     }
 }
 
-/// One path (vector or keyword) at one selectivity.
+/// One path (vector, keyword or hybrid) at one selectivity.
 #[derive(Debug, Serialize)]
 struct PathReport {
-    /// Mean recall@10 against the exact top 10 over the chosen documents (vector only).
+    /// Mean recall@10 against the exact top 10 over the chosen documents; none for keyword
+    /// search, exact by construction (and checked: see [`filters`]).
     recall_at_10: Option<f64>,
     /// Fraction of queries that returned as many hits as the filter allows (at most 10).
     full: f64,
@@ -87,6 +101,7 @@ struct Row {
     chunks: usize,
     vector: PathReport,
     keyword: PathReport,
+    hybrid: PathReport,
 }
 
 #[derive(Debug, Serialize)]
@@ -95,6 +110,8 @@ struct Report {
     documents: usize,
     dims: usize,
     queries: usize,
+    /// Chunks each list gives the hybrid fusion.
+    hybrid_candidates: usize,
     vector_build_s: f64,
     keyword_build_s: f64,
     rows: Vec<Row>,
@@ -208,14 +225,32 @@ pub fn filters(args: FilterBenchArgs) -> anyhow::Result<()> {
         index.search(v, &all, K)?;
         keyword.search(t, &all, K)?;
     }
-    let (vector_unfiltered, _) = time(&query_vectors, |q: &[f32]| {
+    let (vector_unfiltered, _) = time(&query_vectors, |q: &Vec<f32>| {
         Ok(index.search(q, &all, K)?.len())
     })?;
-    let (keyword_unfiltered, _) = time(&query_texts, |q: &str| {
+    let (keyword_unfiltered, _) = time(&query_texts, |q: &String| {
         Ok(keyword.search(q, &all, K)?.len())
     })?;
     let vector_unfiltered = Latency::of(vector_unfiltered);
     let keyword_unfiltered = Latency::of(keyword_unfiltered);
+    let settings = SearchSettings::default();
+    let candidates = settings.candidates.max(K);
+    let pairs: Vec<(&[f32], &str)> = query_vectors
+        .iter()
+        .map(Vec::as_slice)
+        .zip(query_texts.iter().map(String::as_str))
+        .collect();
+    let (hybrid_unfiltered, _) = time(&pairs, |&(v, t)| {
+        let keyword_hits = keyword.search(t, &all, candidates)?;
+        let vector_hits = index.search(v, &all, candidates)?;
+        Ok(fuse(&settings, &keyword_hits, &vector_hits).len())
+    })?;
+    let hybrid_unfiltered = Latency::of(hybrid_unfiltered);
+    // Every chunk each text matches, best first: the exact keyword ranking of any set.
+    let every_match: Vec<Vec<KeywordHit>> = query_texts
+        .iter()
+        .map(|t| keyword.search(t, &all, total))
+        .collect::<Result<_, _>>()?;
 
     // Documents in a random order fixed by the seed; a selectivity keeps a prefix.
     let mut order: Vec<usize> = (0..documents).collect();
@@ -234,12 +269,26 @@ pub fn filters(args: FilterBenchArgs) -> anyhow::Result<()> {
                 percent(selectivity)
             ),
         );
-        let truth: Vec<Vec<(DocumentId, u32)>> = query_vectors
+        let exact_vector: Vec<Vec<VectorHit>> = query_vectors
             .iter()
-            .map(|q| exact_top(q, chosen, &vectors, &ids))
+            .map(|q| exact_top(q, chosen, &vectors, &ids, candidates))
+            .collect();
+        let exact_keyword: Vec<Vec<KeywordHit>> = every_match
+            .iter()
+            .map(|hits| {
+                hits.iter()
+                    .filter(|h| set.contains(&h.document_id))
+                    .take(candidates)
+                    .cloned()
+                    .collect()
+            })
+            .collect();
+        let truth: Vec<Vec<(DocumentId, u32)>> = exact_vector
+            .iter()
+            .map(|hits| top_keys(hits, |h| (h.document_id, h.ordinal)))
             .collect();
         let mut found: Vec<Vec<(DocumentId, u32)>> = Vec::with_capacity(query_vectors.len());
-        let (times, counts) = time(&query_vectors, |q: &[f32]| {
+        let (times, counts) = time(&query_vectors, |q: &Vec<f32>| {
             let hits = index.search_within(q, &all, Some(&set), K)?;
             let n = hits.len();
             found.push(hits.iter().map(|h| (h.document_id, h.ordinal)).collect());
@@ -253,9 +302,23 @@ pub fn filters(args: FilterBenchArgs) -> anyhow::Result<()> {
             unfiltered: vector_unfiltered,
             p50_ratio: filtered.p50_ms / vector_unfiltered.p50_ms,
         };
-        let (times, counts) = time(&query_texts, |q: &str| {
-            Ok(keyword.search_within(q, &all, Some(&set), K)?.len())
+        let mut found = Vec::with_capacity(query_texts.len());
+        let (times, counts) = time(&query_texts, |q: &String| {
+            let hits = keyword.search_within(q, &all, Some(&set), K)?;
+            found.push(top_keys(&hits, |h| (h.document_id, h.ordinal)));
+            Ok(hits.len())
         })?;
+        // The restriction is applied before the top 10 is taken, so anything but the exact top
+        // 10 is a bug, not a recall to report.
+        for ((hits, exact), text) in found.iter().zip(&exact_keyword).zip(&query_texts) {
+            let exact = top_keys(exact, |h| (h.document_id, h.ordinal));
+            if *hits != exact {
+                bail!(
+                    "keyword search restricted to {kept} documents is not exact for {text:?}: \
+                     {hits:?} instead of {exact:?}"
+                );
+            }
+        }
         let filtered = Latency::of(times);
         let keyword_report = PathReport {
             recall_at_10: None,
@@ -264,12 +327,35 @@ pub fn filters(args: FilterBenchArgs) -> anyhow::Result<()> {
             unfiltered: keyword_unfiltered,
             p50_ratio: filtered.p50_ms / keyword_unfiltered.p50_ms,
         };
+        let mut found = Vec::with_capacity(pairs.len());
+        let (times, counts) = time(&pairs, |&(v, t)| {
+            let keyword_hits = keyword.search_within(t, &all, Some(&set), candidates)?;
+            let vector_hits = index.search_within(v, &all, Some(&set), candidates)?;
+            let fused = fuse(&settings, &keyword_hits, &vector_hits);
+            let n = fused.len();
+            found.push(fused);
+            Ok(n)
+        })?;
+        let truth: Vec<Vec<(DocumentId, u32)>> = exact_keyword
+            .iter()
+            .zip(&exact_vector)
+            .map(|(k, v)| fuse(&settings, k, v))
+            .collect();
+        let filtered = Latency::of(times);
+        let hybrid_report = PathReport {
+            recall_at_10: Some(recall(&found, &truth)),
+            full: full(&counts, allowed),
+            filtered,
+            unfiltered: hybrid_unfiltered,
+            p50_ratio: filtered.p50_ms / hybrid_unfiltered.p50_ms,
+        };
         rows.push(Row {
             selectivity,
             documents: kept,
             chunks,
             vector: vector_report,
             keyword: keyword_report,
+            hybrid: hybrid_report,
         });
     }
     let report = Report {
@@ -277,6 +363,7 @@ pub fn filters(args: FilterBenchArgs) -> anyhow::Result<()> {
         documents,
         dims: DIMS,
         queries: args.queries,
+        hybrid_candidates: candidates,
         vector_build_s: vector_build.as_secs_f64(),
         keyword_build_s: keyword_build.as_secs_f64(),
         rows,
@@ -302,8 +389,8 @@ fn percent(fraction: f64) -> String {
 fn print_table(report: &Report) {
     println!(
         "corpus   {} chunks in {} documents, {} dimensions (see `quire bench vectors --help`), \
-         {} queries per path",
-        report.chunks, report.documents, report.dims, report.queries
+         {} queries per path; hybrid fuses {} candidates of each list",
+        report.chunks, report.documents, report.dims, report.queries, report.hybrid_candidates
     );
     println!(
         "build    vector index {:.1} s, keyword index {:.1} s",
@@ -316,7 +403,11 @@ fn print_table(report: &Report) {
     );
     println!("|---|---|---|---|---|---|---|---|---|---|");
     for row in &report.rows {
-        for (name, path) in [("vector", &row.vector), ("keyword", &row.keyword)] {
+        for (name, path) in [
+            ("vector", &row.vector),
+            ("keyword", &row.keyword),
+            ("hybrid", &row.hybrid),
+        ] {
             let recall = path
                 .recall_at_10
                 .map_or_else(|| "exact".to_owned(), |r| format!("{r:.3}"));
@@ -336,22 +427,52 @@ fn print_table(report: &Report) {
     }
 }
 
-/// The exact top `K` chunks of `chosen` documents for `query`, best first.
+/// The exact top `limit` chunks of `chosen` documents for `query`, best first.
 fn exact_top(
     query: &[f32],
     chosen: &[usize],
     vectors: &[Vec<Vec<f32>>],
     ids: &[(DocumentId, SourceId)],
-) -> Vec<(DocumentId, u32)> {
-    let mut best = Vec::with_capacity(K + 1);
+    limit: usize,
+) -> Vec<VectorHit> {
+    let mut best: Vec<(f32, usize, u32)> = Vec::with_capacity(limit + 1);
     for &number in chosen {
         for (ordinal, chunk) in vectors[number].iter().enumerate() {
-            keep_best(&mut best, (dot(query, chunk), number, ordinal as u32));
+            let score = dot(query, chunk);
+            if best.len() == limit && best[limit - 1].0 >= score {
+                continue;
+            }
+            let at = best.partition_point(|b| b.0 >= score);
+            best.insert(at, (score, number, ordinal as u32));
+            best.truncate(limit);
         }
     }
     best.iter()
-        .map(|(_, number, ordinal)| (ids[*number].0, *ordinal))
+        .map(|&(score, number, ordinal)| VectorHit {
+            document_id: ids[number].0,
+            source_id: ids[number].1,
+            ordinal,
+            score,
+        })
         .collect()
+}
+
+/// The keys of the first `K` hits.
+fn top_keys<H>(hits: &[H], key: impl Fn(&H) -> (DocumentId, u32)) -> Vec<(DocumentId, u32)> {
+    hits.iter().take(K).map(key).collect()
+}
+
+/// The top `K` of the two lists fused as `quire-app`'s hybrid search fuses them (its `rank`).
+fn fuse(
+    settings: &SearchSettings,
+    keyword: &[KeywordHit],
+    vector: &[VectorHit],
+) -> Vec<(DocumentId, u32)> {
+    let fused = match settings.method {
+        FusionMethod::ReciprocalRank => reciprocal_rank_fusion(keyword, vector, settings.fusion),
+        FusionMethod::Convex => convex_combination(keyword, vector, settings.fusion),
+    };
+    top_keys(&fused, |h| (h.document_id, h.ordinal))
 }
 
 /// Mean fraction of each query's exact top-k found (a query with no exact hits counts as 1).
@@ -378,9 +499,9 @@ fn full(counts: &[usize], allowed: usize) -> f64 {
     counts.iter().filter(|c| **c >= allowed).count() as f64 / counts.len().max(1) as f64
 }
 
-fn time<Q: ?Sized, I: std::ops::Deref<Target = Q>>(
-    queries: &[I],
-    mut search: impl FnMut(&Q) -> anyhow::Result<usize>,
+fn time<T>(
+    queries: &[T],
+    mut search: impl FnMut(&T) -> anyhow::Result<usize>,
 ) -> anyhow::Result<(Vec<Duration>, Vec<usize>)> {
     let mut times = Vec::with_capacity(queries.len());
     let mut counts = Vec::with_capacity(queries.len());
@@ -454,8 +575,10 @@ mod tests {
             vec![vec![0.9, 0.1]],
             vec![vec![0.99, 0.0]],
         ];
-        let top = exact_top(&[1.0, 0.0], &[0, 1], &vectors, &ids);
-        assert_eq!(top, vec![(ids[0].0, 0), (ids[1].0, 0), (ids[0].0, 1)]);
+        let top = exact_top(&[1.0, 0.0], &[0, 1], &vectors, &ids, 10);
+        let keys = top_keys(&top, |h| (h.document_id, h.ordinal));
+        assert_eq!(keys, vec![(ids[0].0, 0), (ids[1].0, 0), (ids[0].0, 1)]);
+        assert_eq!(exact_top(&[1.0, 0.0], &[0, 1], &vectors, &ids, 2).len(), 2);
         assert!((full(&[10, 3, 10], 10) - 2.0 / 3.0).abs() < 1e-9);
     }
 }

@@ -5,22 +5,24 @@
 //! The index itself is here (its schema, opening it, the search entry point, reading hits);
 //! changes and commits are in [`writer`], the query a search runs in [`query`], with the
 //! expansions of its terms in [`expand`] and of the statements it names in
-//! [`statement_names`].
+//! [`statement_names`]; a search restricted to a set of documents collects through
+//! [`within`], and an index written with an older schema is rebuilt by [`migrate`].
 
 mod expand;
+mod migrate;
 mod presence;
 mod query;
 mod statement_names;
+mod within;
 mod writer;
 
 use std::path::Path;
 
 use quire_core::{DocumentId, SourceId, SourceScope};
 use tantivy::collector::TopDocs;
-use tantivy::directory::MmapDirectory;
 use tantivy::query::TermQuery;
 use tantivy::schema::{
-    Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions, Value,
+    FAST, Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions, Value,
 };
 use tantivy::tokenizer::{
     Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, TextAnalyzer,
@@ -34,6 +36,10 @@ pub use writer::{Committed, Expected};
 const ANALYZER: &str = "quire_en";
 /// Memory the single indexing thread may use before flushing a segment.
 const WRITER_HEAP_BYTES: usize = 50_000_000;
+/// The fast columns holding the high and low 64 bits of a chunk's document id (Tantivy has no
+/// 128-bit column but for IP addresses), read by a search restricted to a set of documents.
+const DOCUMENT_HIGH: &str = "document_high";
+const DOCUMENT_LOW: &str = "document_low";
 
 /// Why an index operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -96,6 +102,8 @@ struct Fields {
     page: Field,
     section: Field,
     content: Field,
+    document_high: Field,
+    document_low: Field,
 }
 
 /// A persistent BM25 index of chunks. All methods block; call them off the async runtime.
@@ -130,6 +138,8 @@ fn schema() -> (Schema, Fields) {
         page: builder.add_u64_field("page", STORED),
         section: builder.add_text_field("section", text.clone()),
         content: builder.add_text_field("content", text),
+        document_high: builder.add_u64_field(DOCUMENT_HIGH, FAST),
+        document_low: builder.add_u64_field(DOCUMENT_LOW, FAST),
     };
     (builder.build(), fields)
 }
@@ -150,13 +160,8 @@ impl KeywordIndex {
 
     /// [`Self::open`] with commits spaced as `spacing` says (see [`writer`]).
     fn open_spaced(dir: &Path, spacing: writer::Spacing) -> Result<Self, SearchError> {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| SearchError::Open(format!("{}: {e}", dir.display())))?;
         let (schema, fields) = schema();
-        let directory = MmapDirectory::open(dir)
-            .map_err(|e| SearchError::Open(format!("{}: {e}", dir.display())))?;
-        let index = Index::open_or_create(directory, schema)?;
-        index.tokenizers().register(ANALYZER, analyzer());
+        let index = migrate::open_current(dir, &schema, fields)?;
         let writer = index.writer_with_num_threads(1, WRITER_HEAP_BYTES)?;
         let reader: IndexReader = index
             .reader_builder()
@@ -261,7 +266,8 @@ impl KeywordIndex {
     }
 
     /// [`KeywordIndex::search`] restricted to the chunks of `documents` when given: the
-    /// restriction is part of the query, so the top `limit` is taken among those chunks only.
+    /// restriction applies to every chunk the query matches (see `keyword/within.rs`), so the
+    /// top `limit` is taken among those chunks only, at a cost that does not grow with the set.
     pub fn search_within(
         &self,
         query: &str,
@@ -275,47 +281,52 @@ impl KeywordIndex {
         {
             return Ok(Vec::new());
         }
-        let Some(query) = self.scoped_query(query, scope, documents) else {
+        let Some(query) = self.scoped_query(query, scope) else {
             return Ok(Vec::new());
         };
         let searcher = self.reader.searcher();
-        let top = searcher.search(&query, &TopDocs::with_limit(limit))?;
+        let top = match documents {
+            None => searcher.search(&query, &TopDocs::with_limit(limit))?,
+            Some(documents) => {
+                searcher.search(&query, &within::WithinDocuments::new(limit, documents))?
+            }
+        };
         top.into_iter()
             .map(|(score, address)| {
                 let doc: TantivyDocument = searcher.doc(address)?;
-                self.hit(&doc, score)
+                read_hit(self.fields, &doc, score)
             })
             .collect()
     }
+}
 
-    fn hit(&self, doc: &TantivyDocument, score: f32) -> Result<KeywordHit, SearchError> {
-        let f = self.fields;
-        let text = |field: Field, name: &str| {
-            doc.get_first(field)
-                .and_then(|v| v.as_str())
-                .map(str::to_owned)
-                .ok_or_else(|| SearchError::Corrupt(format!("missing {name}")))
-        };
-        let number = |field: Field, name: &str| {
-            doc.get_first(field)
-                .and_then(|v| v.as_u64())
-                .and_then(|n| u32::try_from(n).ok())
-                .ok_or_else(|| SearchError::Corrupt(format!("missing {name}")))
-        };
-        let parse_id = |raw: String| {
-            raw.parse::<uuid::Uuid>()
-                .map_err(|_| SearchError::Corrupt(format!("bad id {raw:?}")))
-        };
-        Ok(KeywordHit {
-            document_id: DocumentId(parse_id(text(f.document_id, "document_id")?)?),
-            source_id: SourceId(parse_id(text(f.source_id, "source_id")?)?),
-            ordinal: number(f.ordinal, "ordinal")?,
-            page: number(f.page, "page")?,
-            section: text(f.section, "section")?,
-            content: text(f.content, "content")?,
-            score,
-        })
-    }
+/// A stored chunk as a hit, its fields found through `f`.
+fn read_hit(f: Fields, doc: &TantivyDocument, score: f32) -> Result<KeywordHit, SearchError> {
+    let text = |field: Field, name: &str| {
+        doc.get_first(field)
+            .and_then(|v| v.as_str())
+            .map(str::to_owned)
+            .ok_or_else(|| SearchError::Corrupt(format!("missing {name}")))
+    };
+    let number = |field: Field, name: &str| {
+        doc.get_first(field)
+            .and_then(|v| v.as_u64())
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| SearchError::Corrupt(format!("missing {name}")))
+    };
+    let parse_id = |raw: String| {
+        raw.parse::<uuid::Uuid>()
+            .map_err(|_| SearchError::Corrupt(format!("bad id {raw:?}")))
+    };
+    Ok(KeywordHit {
+        document_id: DocumentId(parse_id(text(f.document_id, "document_id")?)?),
+        source_id: SourceId(parse_id(text(f.source_id, "source_id")?)?),
+        ordinal: number(f.ordinal, "ordinal")?,
+        page: number(f.page, "page")?,
+        section: text(f.section, "section")?,
+        content: text(f.content, "content")?,
+        score,
+    })
 }
 
 #[cfg(test)]

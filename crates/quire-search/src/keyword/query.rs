@@ -2,12 +2,10 @@
 //! [`expand`]) over body and headings, the names of any financial statement it names as
 //! phrases (see [`statement_names`]), and the caller's scope as a filter inside the query.
 
-use std::collections::HashSet;
-
-use quire_core::{DocumentId, SourceScope};
+use quire_core::SourceScope;
 use tantivy::Term;
 use tantivy::query::{
-    BooleanQuery, BoostQuery, ConstScoreQuery, Occur, PhraseQuery, Query, TermQuery, TermSetQuery,
+    BooleanQuery, BoostQuery, ConstScoreQuery, Occur, PhraseQuery, Query, TermQuery,
 };
 use tantivy::schema::IndexRecordOption;
 
@@ -19,28 +17,10 @@ const SECTION_BOOST: f32 = 0.5;
 impl KeywordIndex {
     /// The query for `query` among the sources in `scope`: the scope decides which chunks may
     /// match, never how they rank, so the top-k is taken among visible chunks only. `None` when
-    /// the query has no searchable term.
-    pub(super) fn scoped_query(
-        &self,
-        query: &str,
-        scope: &SourceScope,
-        documents: Option<&HashSet<DocumentId>>,
-    ) -> Option<Box<dyn Query>> {
+    /// the query has no searchable term. (A restriction to documents is applied as the hits are
+    /// collected, see [`super::within`].)
+    pub(super) fn scoped_query(&self, query: &str, scope: &SourceScope) -> Option<Box<dyn Query>> {
         let text_query = self.text_query(query)?;
-        let text_query: Box<dyn Query> = match documents {
-            None => text_query,
-            Some(documents) => {
-                let terms = documents
-                    .iter()
-                    .map(|id| Term::from_field_text(self.fields.document_id, &id.to_string()));
-                // Membership only: a zero constant score never changes the ranking.
-                let filter = ConstScoreQuery::new(Box::new(TermSetQuery::new(terms)), 0.0);
-                Box::new(BooleanQuery::new(vec![
-                    (Occur::Must, text_query),
-                    (Occur::Must, Box::new(filter)),
-                ]))
-            }
-        };
         let query: Box<dyn Query> = match scope.source_ids() {
             None => text_query,
             Some(ids) => {

@@ -336,7 +336,7 @@ fn apply(writer: &IndexWriter, f: Fields, batch: &[Request]) -> Result<(), Searc
     Ok(())
 }
 
-fn entry(
+pub(super) fn entry(
     f: Fields,
     document: DocumentId,
     source: SourceId,
@@ -350,6 +350,9 @@ fn entry(
         f.section => chunk.section.as_str(),
         f.content => chunk.content.as_str(),
     );
+    let (high, low) = document.0.as_u64_pair();
+    entry.add_u64(f.document_high, high);
+    entry.add_u64(f.document_low, low);
     // The title is a second value of the heading field: searched as headings are, at their
     // weight, while a hit still shows the heading path (the first value) alone. Indexes written
     // before titles keep working; their chunks gain titles when their documents are indexed
