@@ -52,6 +52,10 @@ use rows::Vectors;
 
 /// The smallest `ef` a filtered graph search uses (see [`VectorIndex::scoped_ef`]).
 const FILTERED_EF_MIN: usize = 64;
+/// From this share of the index's documents on, a restricted search walks unrestricted and
+/// keeps the set's candidates (`ef_search` of them hold about this share of allowed rows,
+/// many times `limit`); below it, the walk itself is restricted (or the rows scanned).
+const POST_FILTER_SHARE: f64 = 0.3;
 /// Writes and opens take a new snapshot once this many rows are not covered by the last one
 /// (and at least an eighth of the index): below it, linking at open is quick anyway.
 const SNAPSHOT_MIN_ROWS: usize = 10_000;
@@ -376,6 +380,24 @@ impl VectorIndex {
             return Ok(Vec::new());
         }
         let vectors = self.vectors.read().expect("vector index lock");
+        // A restriction to most documents: walk as if unrestricted and keep the set's rows of
+        // the candidates (about half of them at 50 %), rather than pay for a mask over every
+        // row and a walk that passes over as many rows as it keeps. Too few left: see below.
+        if let Some(set) = documents {
+            let share = set.len() as f64 / vectors.document_count().max(1) as f64;
+            if share >= POST_FILTER_SHARE {
+                let hits = vectors.approximate_then_restrict(
+                    query,
+                    &vectors.filter(scope),
+                    set,
+                    limit,
+                    self.options.ef_search,
+                );
+                if hits.len() >= limit {
+                    return Ok(to_hits(&vectors, &hits));
+                }
+            }
+        }
         let filter = vectors.filter_within(scope, documents);
         let wanted = limit.min(filter.allowed);
         let fraction = filter.allowed as f64 / vectors.live().max(1) as f64;

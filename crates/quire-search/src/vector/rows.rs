@@ -49,7 +49,7 @@ pub(super) struct Filter<'a> {
     rows: &'a [Row],
     /// Per source number, whether the scope allows it; `None` allows all.
     sources: Option<Vec<bool>>,
-    /// The rows of the documents a search is restricted to, in row order; `None` for all.
+    /// The rows of the documents a search is restricted to, in no order; `None` for all.
     documents: Option<Vec<u32>>,
     /// Per row, whether it is one of `documents` (only with `documents`).
     in_documents: Option<Vec<bool>>,
@@ -126,6 +126,11 @@ impl Vectors {
         &self.values[row * self.dims..(row + 1) * self.dims]
     }
 
+    /// Number of documents with rows.
+    pub fn document_count(&self) -> usize {
+        self.by_document.len()
+    }
+
     /// Documents with rows (or with none, if given no chunks).
     pub fn documents(&self) -> Vec<DocumentId> {
         self.by_document.keys().copied().collect()
@@ -185,26 +190,21 @@ impl Vectors {
     ) -> Filter<'_> {
         let mut filter = self.filter(scope);
         if let Some(documents) = documents {
-            let mut rows: Vec<u32> = documents
+            // No sort: a scan's ties break by row, whatever order the rows come in.
+            let mut rows = Vec::new();
+            let mut mask = vec![false; self.rows.len()];
+            let mut allowed = 0;
+            for row in documents
                 .iter()
                 .filter_map(|d| self.by_document.get(d))
                 .flatten()
-                .copied()
-                .collect();
-            rows.sort_unstable();
-            let mut mask = vec![false; self.rows.len()];
-            for row in &rows {
+            {
                 mask[*row as usize] = true;
+                rows.push(*row);
+                allowed += usize::from(filter.allows(*row));
             }
             filter.in_documents = Some(mask);
             filter.documents = Some(rows);
-            let allowed = filter
-                .documents
-                .as_deref()
-                .unwrap_or_default()
-                .iter()
-                .filter(|row| filter.allows(**row))
-                .count();
             filter.allowed = allowed;
         }
         filter
@@ -310,6 +310,23 @@ impl Vectors {
                 self.rescore(query, found, limit)
             }
         }
+    }
+
+    /// The `limit` best rows of `documents` among the `ef` best that `filter` allows, found by
+    /// a walk that `documents` does not restrict: for a restriction to most of the index, where
+    /// a restricted walk would pass over as many rows as it keeps.
+    pub fn approximate_then_restrict(
+        &self,
+        query: &[f32],
+        filter: &Filter<'_>,
+        documents: &HashSet<DocumentId>,
+        limit: usize,
+        ef: usize,
+    ) -> Vec<Scored> {
+        let mut hits = self.approximate(query, filter, ef, ef);
+        hits.retain(|hit| documents.contains(&self.rows[hit.node as usize].document));
+        hits.truncate(limit);
+        hits
     }
 
     /// Re-scores `candidates` in `f32` (the int8 order is close but not exact, and the scores

@@ -638,3 +638,115 @@ async fn questions_through_any_node_stand_in_one_line() {
     })
     .await;
 }
+
+/// A new version processed on one node and a metadata change made through it are seen by
+/// searches on the other node within 1.5 s of their commit, and meanwhile the other node,
+/// whose index has not applied the switch yet, finds the document exactly once, never none and
+/// never both versions.
+#[tokio::test]
+async fn a_version_switch_and_a_metadata_change_reach_every_node_within_a_second_and_a_half() {
+    let url = postgres_schema_url(&format!("quire_cluster_{}", uuid::Uuid::new_v4().simple()));
+    let first = TestServer::start_with(node(&url)).await;
+    let second = Arc::new(
+        TestServer::start_with(|c| {
+            node(&url)(c);
+            c.workers.count = 0;
+        })
+        .await,
+    );
+    let key = first
+        .key_with(Permission::ReadWrite, SourceScope::All, Some(100_000))
+        .await;
+    let source = first.create_source(&key, "Shared").await;
+    let doc = first
+        .upload_ok(
+            &key,
+            &source,
+            "pets.md",
+            b"# Pets\n\nThe cat sleeps on the warm windowsill all afternoon.",
+        )
+        .await;
+    first.wait_for_status(&key, &source, &doc, "ready").await;
+    within_bound("the second node finding the first version", || async {
+        finds_first(&second, &key, "windowsill", "pets.md").await
+    })
+    .await;
+
+    // Searches on the second node all through the switch: always one result of the document.
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let (second, key, done) = (Arc::clone(&second), key.clone(), Arc::clone(&done));
+        tokio::spawn(async move {
+            let mut searches = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let names = found(&second, &key, "cat sleeps afternoon").await;
+                assert_eq!(
+                    names,
+                    ["pets.md"],
+                    "missing or found twice on the second node"
+                );
+                searches += 1;
+            }
+            searches
+        })
+    };
+    let path = format!("/api/v1/sources/{source}/documents/{doc}");
+    let form = reqwest::multipart::Form::new().part(
+        "file",
+        reqwest::multipart::Part::bytes(
+            b"# Pets\n\nThe cat sleeps on the sunny balcony all afternoon.".to_vec(),
+        )
+        .file_name("pets.md"),
+    );
+    // Through the first node: its workers read the original where it stored it (a cluster
+    // shares originals through S3; these test nodes keep them on their own disks).
+    let response = first
+        .client
+        .put(first.url(&path))
+        .bearer_auth(&key)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 202);
+    // The switch commits on the first node (whose workers process it); then the clock runs.
+    within_bound("the switch", || async {
+        body(first.get(&key, &path).await).await["version"] == 2
+    })
+    .await;
+    let seen = within(
+        Duration::from_millis(1_500),
+        "the second node finding the new version",
+        || async {
+            let hits = results(&second, &key, "cat sleeps afternoon", 10).await;
+            hits.len() == 1 && hits[0]["content"].as_str().unwrap().contains("balcony")
+        },
+    )
+    .await;
+    eprintln!("the second node found the new version {seen:?} after the switch");
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(watcher.await.unwrap() > 0);
+
+    // A metadata change through the first node filters searches on the second at once.
+    let patched = first
+        .client
+        .patch(first.url(&path))
+        .bearer_auth(&key)
+        .json(&json!({"metadata": {"room": "balcony"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(patched.status(), 200);
+    let seen = within(
+        Duration::from_millis(1_500),
+        "the second node filtering by the new metadata",
+        || async {
+            let response = second
+                .search(&key, json!({"query": "cat", "filter": {"room": "balcony"}}))
+                .await;
+            body(response).await["results"].as_array().unwrap().len() == 1
+        },
+    )
+    .await;
+    eprintln!("the second node filtered by the new metadata after {seen:?}");
+}

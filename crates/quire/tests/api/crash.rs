@@ -402,3 +402,143 @@ pub(crate) async fn one_final_event_per_document(
         assert_eq!(events.len(), 1, "{doc} was announced as {events:?}");
     }
 }
+
+/// Documents whose second versions are being processed when the server is killed again and
+/// again: once a server runs again, every document has exactly one live version, the new one,
+/// and a search finds it once, with the new text.
+#[tokio::test]
+async fn killing_the_server_during_version_switches_leaves_one_live_version() {
+    const VERSIONED: usize = 24;
+    let dir = tempfile::tempdir().unwrap();
+    let key = admin_key(dir.path()).await;
+    let client = reqwest::Client::new();
+    let mut server = Server::start(dir.path()).await;
+    let source = create_source(&client, &server, &key, "Versions").await;
+    let text = |i: usize, edition: &str| {
+        format!(
+            "# Note {i}\n\nThe {} valve, {edition} edition, is checked before the pump starts.\n",
+            marker(i)
+        )
+    };
+    let upload = |i: usize, edition: &'static str| {
+        let (client, server_url, key) = (
+            client.clone(),
+            server.url(&format!("/api/v1/sources/{source}/documents/upload")),
+            key.clone(),
+        );
+        let body = text(i, edition);
+        async move {
+            let form = Form::new()
+                .text("externalId", format!("notes/{i}.md"))
+                .part(
+                    "file",
+                    Part::bytes(body.into_bytes()).file_name(format!("{i}.md")),
+                );
+            let response = client
+                .post(server_url)
+                .bearer_auth(key)
+                .multipart(form)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), reqwest::StatusCode::ACCEPTED);
+            let doc: Value = response.json().await.unwrap();
+            doc["id"].as_str().unwrap().to_owned()
+        }
+    };
+    let mut ids = BTreeMap::new();
+    for i in 0..VERSIONED {
+        ids.insert(upload(i, "first").await, i);
+    }
+    let started = Instant::now();
+    while unfinished(&documents(&client, &server, &key, &source).await) > 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "first versions never ready"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for i in 0..VERSIONED {
+        let id = upload(i, "second").await;
+        assert_eq!(ids.get(&id), Some(&i), "the same document");
+    }
+    let mut unswitched_at_kills = Vec::new();
+    // At once (switches under way), then as the restarted server redoes them.
+    for wait in [
+        Duration::ZERO,
+        Duration::from_millis(40),
+        Duration::from_millis(120),
+        Duration::from_millis(300),
+    ] {
+        tokio::time::sleep(wait).await;
+        let docs = documents(&client, &server, &key, &source).await;
+        unswitched_at_kills.push(
+            docs.as_array()
+                .unwrap()
+                .iter()
+                .filter(|d| d["version"] != 2)
+                .count(),
+        );
+        server.kill().await;
+        server = Server::start(dir.path()).await;
+    }
+    eprintln!("documents not yet on their second version at each kill: {unswitched_at_kills:?}");
+    // The test proves something only if switches were cut short.
+    assert!(
+        unswitched_at_kills[0] > 0,
+        "every version switched before the first kill: {unswitched_at_kills:?}"
+    );
+
+    // Every document ends on its second version, and nothing else is left to do.
+    let started = Instant::now();
+    let docs = loop {
+        let docs = documents(&client, &server, &key, &source).await;
+        let done =
+            docs.as_array().unwrap().iter().all(|d| {
+                d["version"] == 2 && d["status"] == "ready" && d.get("nextVersion").is_none()
+            });
+        if done {
+            break docs;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "versions never switched: {docs}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(docs.as_array().unwrap().len(), VERSIONED, "{docs}");
+    for (id, i) in &ids {
+        let detail: Value = client
+            .get(server.url(&format!("/api/v1/sources/{source}/documents/{id}")))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let statuses: Vec<&str> = detail["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["status"].as_str().unwrap())
+            .collect();
+        assert_eq!(statuses, ["superseded", "ready"], "{detail}");
+        let found: Value = client
+            .post(server.url("/api/v1/search"))
+            .bearer_auth(&key)
+            .json(&json!({"query": marker(*i), "limit": 10}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let hits = found["results"].as_array().unwrap();
+        assert_eq!(hits.len(), 1, "{} found once: {found}", marker(*i));
+        assert_eq!(hits[0]["document"]["id"], id.as_str());
+        let content = hits[0]["content"].as_str().unwrap();
+        assert!(content.contains("second edition"), "{content}");
+    }
+    server.kill().await;
+}

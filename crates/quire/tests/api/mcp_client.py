@@ -180,6 +180,38 @@ async def writing(c):
             "not_found",
         )
         c["uploaded"] = first["document"]["id"]
+
+        # An external id makes a second upload a new version of the same document.
+        v1 = data(await s.call_tool("upload_document", {
+            "sourceId": a, "name": "rules.md", "text": "# Rules\n\nVersion one.\n",
+            "externalId": "wiki/rules", "metadata": {"team": "ops"}}))
+        assert v1["status"] == "accepted" and v1["document"]["externalId"] == "wiki/rules", v1
+        assert v1["document"]["version"] == 1, v1
+        v2 = data(await s.call_tool("upload_document", {
+            "sourceId": a, "name": "rules.md", "text": "# Rules\n\nVersion two.\n",
+            "externalId": "wiki/rules"}))
+        assert v2["status"] == "new_version" and v2["document"]["id"] == v1["document"]["id"], v2
+        assert v2["document"]["metadata"] == {"team": "ops"}, v2
+        found = data(await s.call_tool("list_documents", {"sourceId": a, "externalId": "wiki/rules"}))
+        assert [d["id"] for d in found["documents"]] == [v1["document"]["id"]], found
+        refused(await s.call_tool("upload_document", {
+            "sourceId": a, "name": "x.md", "text": "x", "externalId": ""}), "bad_request")
+
+        # Pages of documents: one at a time, following nextCursor to the end.
+        seen, cursor = [], None
+        while True:
+            args = {"sourceId": a, "limit": 1}
+            if cursor:
+                args["cursor"] = cursor
+            page = data(await s.call_tool("list_documents", args))
+            assert len(page["documents"]) <= 1, page
+            seen += [d["id"] for d in page["documents"]]
+            cursor = page.get("nextCursor")
+            if not cursor:
+                break
+        everything = data(await s.call_tool("list_documents", {"sourceId": a}))["documents"]
+        assert seen == [d["id"] for d in everything] and len(seen) == 3, (seen, everything)
+        refused(await s.call_tool("list_documents", {"sourceId": a, "cursor": "d1.x"}), "bad_request")
     async with Session(c["url"], c["read"]) as s:
         await s.initialize()
         msg = refused(

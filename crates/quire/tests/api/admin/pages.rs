@@ -753,3 +753,85 @@ async fn a_documents_metadata_is_edited_in_its_page_and_bad_json_is_refused() {
         "{log:?}"
     );
 }
+
+/// A document's page shows its external id and every version; the playground takes a filter,
+/// and a malformed one is refused with the reason.
+#[tokio::test]
+async fn a_documents_versions_are_shown_and_the_playground_filters() {
+    let (server, cookie, csrf) = signed_in(false).await;
+    let key = server.key(quire_core::Permission::ReadWrite).await;
+    let source = server.create_source(&key, "Wiki").await;
+    let upload = |text: &'static str| {
+        let form = reqwest::multipart::Form::new()
+            .text("externalId", "wiki/boilers")
+            .part(
+                "file",
+                reqwest::multipart::Part::bytes(text.as_bytes().to_vec()).file_name("boilers.md"),
+            );
+        server
+            .client
+            .post(server.url(&format!("/api/v1/sources/{source}/documents/upload")))
+            .bearer_auth(&key)
+            .multipart(form)
+            .send()
+    };
+    let first: Value = upload("# Boilers\n\nBleed the radiators in autumn.\n")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let doc = first["id"].as_str().unwrap().to_owned();
+    server.wait_for_status(&key, &source, &doc, "ready").await;
+    upload("# Boilers\n\nBleed the radiators every spring.\n")
+        .await
+        .unwrap();
+    let api_path = format!("/api/v1/sources/{source}/documents/{doc}");
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    while crate::helpers::body(server.get(&key, &api_path).await).await["version"] != 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "version 2 never live"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let page = text(&server, &format!("/admin/documents/{doc}"), &cookie).await;
+    assert!(page.contains("wiki/boilers"), "{page}");
+    assert!(page.contains(r#"<table id="versions">"#), "{page}");
+    assert!(
+        page.contains("superseded") && page.contains("spring"),
+        "{page}"
+    );
+
+    server
+        .client
+        .patch(server.url(&api_path))
+        .bearer_auth(&key)
+        .json(&serde_json::json!({"metadata": {"team": "facilities"}}))
+        .send()
+        .await
+        .unwrap();
+    let key_id = server.store.list_keys().await.unwrap()[0].id.to_string();
+    let (server_ref, cookie_ref, csrf_ref, key_ref) = (&server, &cookie, &csrf, &key_id);
+    let search = |filter: &'static str| async move {
+        let fields = [
+            ("csrf", csrf_ref.as_str()),
+            ("key", key_ref.as_str()),
+            ("query", "radiators"),
+            ("filter", filter),
+        ];
+        post_form(server_ref, "/admin/playground", cookie_ref, &fields).await
+    };
+    let response = search(r#"{"team": "facilities"}"#).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let results = response.text().await.unwrap();
+    assert!(
+        results.contains("every spring") && !results.contains("autumn"),
+        "{results}"
+    );
+    let none = search(r#"{"team": "kitchen"}"#).await.text().await.unwrap();
+    assert!(none.contains(r#"id="no-results""#), "{none}");
+    let response = search(r#"{"team": {"$gtt": 1}}"#).await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    assert!(response.text().await.unwrap().contains("$gtt"));
+}
