@@ -19,6 +19,8 @@ use crate::blocks::BlockBuilder;
 use crate::ocr::{MIN_PICTURE_SIDE, Ocr, visible_chars};
 use crate::{Extracted, ParseError, ParseLimits};
 
+mod bilevel;
+
 const WHAT: &str = "PDF document";
 
 /// Below this many visible characters per page on average, a file whose nearly empty pages
@@ -337,8 +339,9 @@ fn rows_of(doc: &PdfDocument, index: usize) -> Option<String> {
 
 /// OCRs the images of page `index` (0-based) in paint order: a scanner puts one image on a
 /// page, some put the page in strips. Each image's size is checked before it is decoded, and
-/// its resolution comes from the size it is drawn at. An image that cannot be decoded is
-/// skipped, its reason kept in `undecodable` (the first one only).
+/// its resolution comes from the size it is drawn at; CCITT fax and JBIG2 images are decoded
+/// by [`bilevel`]. An image that cannot be decoded is skipped, its reason kept in
+/// `undecodable` (the first one only).
 fn ocr_page(
     doc: &PdfDocument,
     index: usize,
@@ -367,16 +370,29 @@ fn ocr_page(
                 2 * crate::raster::MAX_PIXELS / 1_000_000
             )));
         }
-        let decoded = match handle.decode().and_then(|image| image.to_dynamic_image()) {
-            Ok(decoded) => decoded,
-            Err(e) => {
+        let gray = if bilevel::is_bilevel(handle) && !handle.is_inline {
+            bilevel::read(doc, index, handle).map_or_else(
+                |reason| Ok(Err(reason)),
+                |image| bilevel::decode(&image, &what),
+            )?
+        } else {
+            handle
+                .decode()
+                .and_then(|image| image.to_dynamic_image())
+                .map(crate::raster::to_gray)
+                .map_err(|e| e.to_string())
+        };
+        let gray = match gray {
+            Ok(gray) => gray,
+            Err(reason) => {
                 undecodable.get_or_insert_with(|| {
-                    ParseError::Ocr(format!("the {what} could not be decoded for OCR ({e})"))
+                    ParseError::Ocr(format!(
+                        "the {what} could not be decoded for OCR ({reason})"
+                    ))
                 });
                 continue;
             }
         };
-        let gray = crate::raster::to_gray(decoded);
         let drawn_inches = handle.bbox.width.abs() / 72.0;
         let dpi = (drawn_inches > 0.1).then(|| gray.width() as f32 / drawn_inches);
         text.push_str(&ocr.recognize(&gray, dpi, page)?);

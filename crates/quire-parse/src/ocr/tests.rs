@@ -111,6 +111,66 @@ fn an_undecodable_page_image_costs_its_page_not_the_document() {
     );
 }
 
+/// A one-page scan whose image is CCITT Group 4, and one whose image is JBIG2 with globals
+/// (`scripts/make-scan-fixtures.py`).
+const CCITT_SCAN: &[u8] = include_bytes!("../fixtures/scan-ccitt-g4.pdf");
+const JBIG2_SCAN: &[u8] = include_bytes!("../fixtures/scan-jbig2.pdf");
+
+#[test]
+fn ccitt_group_4_and_jbig2_scans_are_read_by_ocr() {
+    let ocr = real_ocr();
+    for (pdf, phrases) in [
+        (
+            CCITT_SCAN,
+            ["harbour office", "the crane inspection is due on Monday"],
+        ),
+        (
+            JBIG2_SCAN,
+            ["boiler report", "replace the pressure gauge next spring"],
+        ),
+    ] {
+        let doc = with_ocr(pdf, "scan.pdf", &ocr).unwrap();
+        assert_eq!(doc.page_count, 1);
+        let text = page_text(&doc, 1);
+        for phrase in phrases {
+            assert!(has_phrase(&text, phrase), "{phrase:?} in {text:?}");
+        }
+    }
+}
+
+/// `pdf` with the bytes of its image stream (object 4) replaced by `fill`, lengths kept.
+fn with_damaged_image(pdf: &[u8], fill: u8) -> Vec<u8> {
+    let find = |needle: &[u8], from: usize| {
+        from + pdf[from..]
+            .windows(needle.len())
+            .position(|w| w == needle)
+            .unwrap()
+    };
+    let start = find(b"stream\n", find(b"4 0 obj", 0)) + b"stream\n".len();
+    let end = find(b"\nendstream", start);
+    let mut damaged = pdf.to_vec();
+    damaged[start..end].fill(fill);
+    damaged
+}
+
+#[test]
+fn a_damaged_ccitt_or_jbig2_stream_fails_with_a_reason() {
+    let ocr = real_ocr();
+    for (pdf, fill, reason) in [
+        (CCITT_SCAN, 0x00, "the CCITT fax data is damaged"),
+        (JBIG2_SCAN, 0xFF, "the JBIG2 data is damaged"),
+    ] {
+        let error = with_ocr(&with_damaged_image(pdf, fill), "scan.pdf", &ocr)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("the image on page 1 of the PDF document could not be decoded for OCR")
+                && error.contains(reason),
+            "{error}"
+        );
+    }
+}
+
 #[test]
 fn an_e_mail_that_is_only_a_photo_is_read() {
     use std::fmt::Write;
