@@ -36,6 +36,9 @@ pub struct SemanticHealth {
     pub reembedding: Option<bool>,
     /// Why it is off (admin, when disabled).
     pub reason: Option<String>,
+    /// The embedding model is being fetched: search is keyword only until it is there, and
+    /// documents made ready meanwhile are embedded then.
+    pub preparing: bool,
 }
 
 /// OCR, for admin keys.
@@ -66,7 +69,10 @@ pub fn report(services: &Services, caller: Option<&ApiKeyRecord>) -> Health {
             enabled: true,
             ..Default::default()
         },
-        (None, false) => SemanticHealth::default(),
+        (None, false) => SemanticHealth {
+            preparing: services.semantic_preparing(),
+            ..Default::default()
+        },
         (Some(semantic), true) => SemanticHealth {
             enabled: true,
             model: Some(semantic.embedder().model_id().to_string()),
@@ -77,7 +83,8 @@ pub fn report(services: &Services, caller: Option<&ApiKeyRecord>) -> Health {
             ..Default::default()
         },
         (None, true) => SemanticHealth {
-            reason: Some(services.semantic_note.to_string()),
+            reason: Some(services.semantic_note()),
+            preparing: services.semantic_preparing(),
             ..Default::default()
         },
     };

@@ -52,6 +52,25 @@ pub struct ServiceParts {
     /// Whether semantic search is on and with which model, or why it is off (for the health
     /// output).
     pub semantic_note: Arc<str>,
+    /// Whether the model is being fetched, to be turned on once it is there
+    /// ([`crate::startup::semantic_ready`]).
+    pub semantic_preparing: bool,
+}
+
+/// Where semantic search stands: what the health output says, changed once a model fetched
+/// after start is ready (or could not be fetched).
+#[derive(Debug)]
+pub(crate) struct SemanticStatus {
+    pub(crate) note: std::sync::RwLock<String>,
+    pub(crate) preparing: std::sync::atomic::AtomicBool,
+}
+
+impl SemanticStatus {
+    pub(crate) fn set(&self, note: String, preparing: bool) {
+        *self.note.write().expect("semantic note lock") = note;
+        self.preparing
+            .store(preparing, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// Everything a use case can reach. Cheap to clone: every part is shared.
@@ -67,7 +86,7 @@ pub struct Services {
     pub(crate) uploads: UploadSettings,
     pub(crate) webhooks: WebhookSettings,
     pub(crate) generation: Generation,
-    pub(crate) semantic_note: Arc<str>,
+    pub(crate) semantic: Arc<SemanticStatus>,
 }
 
 impl Services {
@@ -88,7 +107,10 @@ impl Services {
             uploads: parts.uploads,
             webhooks: parts.webhooks,
             generation: parts.generation,
-            semantic_note: parts.semantic_note,
+            semantic: Arc::new(SemanticStatus {
+                note: std::sync::RwLock::new(parts.semantic_note.to_string()),
+                preparing: std::sync::atomic::AtomicBool::new(parts.semantic_preparing),
+            }),
         }
     }
 
@@ -120,8 +142,20 @@ impl Services {
     /// Why semantic search is off, or which model it runs with, for the operator's own tools
     /// (`quire eval`/`quire bench` say it when they need a model). Adapters show it only
     /// through [`crate::health::report`], to admin keys.
-    pub fn semantic_note(&self) -> &str {
-        &self.semantic_note
+    pub fn semantic_note(&self) -> String {
+        self.semantic
+            .note
+            .read()
+            .expect("semantic note lock")
+            .clone()
+    }
+
+    /// Whether the embedding model is being fetched (semantic search turns on once it is
+    /// there).
+    pub fn semantic_preparing(&self) -> bool {
+        self.semantic
+            .preparing
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 }
 

@@ -257,6 +257,50 @@ async fn backfill(semantic: Arc<Semantic>, store: Arc<dyn Store>) {
     }
 }
 
+/// Turns semantic search on once a model fetched after start is ready: documents processed
+/// from now on are embedded, and those made ready while the model was fetched are embedded now
+/// (a second pass once the jobs under way when it turned on have ended, for documents whose
+/// workers read no model yet but finished after the first pass passed them).
+pub async fn semantic_ready(services: &Services, semantic: Arc<Semantic>) {
+    let note = format!(
+        "semantic search on: {} ({} dimensions, {}), fetched at first start",
+        semantic.embedder().model_id(),
+        semantic.embedder().dimensions(),
+        semantic.embedder().engine(),
+    );
+    if !services.ingest.enable_semantic(Arc::clone(&semantic)) {
+        return;
+    }
+    services.semantic.set(note.clone(), false);
+    tracing::info!("{note}");
+    let store = Arc::clone(&services.store);
+    backfill(Arc::clone(&semantic), Arc::clone(&store)).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(600);
+    while tokio::time::Instant::now() < deadline {
+        match store.pending_job_count().await {
+            Ok(0) => break,
+            Ok(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not count the pending jobs");
+                break;
+            }
+        }
+    }
+    backfill(semantic, store).await;
+}
+
+/// Says that semantic search stays off because the model could not be prepared, and why.
+pub fn semantic_unavailable(services: &Services, note: String) {
+    tracing::warn!("{note}");
+    services.semantic.set(note, false);
+}
+
+/// Says how far the preparation of semantic search has come (fetching, loading).
+pub fn semantic_preparing(services: &Services, note: String) {
+    tracing::info!("{note}");
+    services.semantic.set(note, true);
+}
+
 /// Keeps saying that `node` runs, so other nodes' model checks count it.
 async fn heartbeat(store: Arc<dyn Store>, clock: Arc<dyn Clock>, node: String) {
     let mut tick = tokio::time::interval(NODE_HEARTBEAT);

@@ -189,7 +189,7 @@ mod tests {
             events,
             [WebhookEvent::DocumentFailed, WebhookEvent::DocumentReady]
         );
-        let unknown = parse_events(&["document.deleted"]).unwrap_err();
+        let unknown = parse_events(&["document.updated"]).unwrap_err();
         assert!(
             matches!(&unknown, AppError::Invalid(m) if m.contains("document.ready")),
             "{unknown:?}"

@@ -14,6 +14,7 @@ mod http;
 mod local;
 pub mod onnx;
 mod openai;
+pub mod package_index;
 pub mod sentence;
 mod token_count;
 pub mod tokenizer;

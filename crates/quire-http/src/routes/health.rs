@@ -78,6 +78,11 @@ pub(super) struct SemanticSearchJson {
     /// Why it is off (admin, when disabled).
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<String>,
+    /// `true` while the embedding model is being fetched at first start: search is keyword
+    /// only until it is there, and documents made ready meanwhile are embedded then. Absent
+    /// otherwise.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    preparing: bool,
 }
 
 /// The version and whether semantic search is on; no key needed (an admin key adds detail).
@@ -112,6 +117,7 @@ impl From<SemanticHealth> for SemanticSearchJson {
             embedded_chunks: s.embedded_chunks,
             reembedding: s.reembedding,
             reason: s.reason,
+            preparing: s.preparing,
         }
     }
 }

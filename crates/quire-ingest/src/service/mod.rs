@@ -110,7 +110,8 @@ impl From<FilesError> for IngestError {
 pub struct Ingest {
     store: Arc<dyn Store>,
     index: Arc<KeywordIndex>,
-    semantic: Option<Arc<Semantic>>,
+    /// Set once: at start, or when a model fetched after start is ready.
+    semantic: std::sync::OnceLock<Arc<Semantic>>,
     review: Option<Review>,
     ocr: Option<OcrSettings>,
     ocr_note: String,
@@ -148,7 +149,7 @@ impl Ingest {
             indexed_here: store.is_shared().then(IndexedHere::default),
             store,
             index,
-            semantic: None,
+            semantic: std::sync::OnceLock::new(),
             review: None,
             ocr: None,
             ocr_note: "OCR off".to_owned(),
@@ -162,9 +163,18 @@ impl Ingest {
     }
 
     /// Embeds every chunk into `semantic`'s vector index before its document becomes ready.
-    pub fn with_semantic(mut self, semantic: Option<Arc<Semantic>>) -> Self {
-        self.semantic = semantic;
+    pub fn with_semantic(self, semantic: Option<Arc<Semantic>>) -> Self {
+        if let Some(semantic) = semantic {
+            self.enable_semantic(semantic);
+        }
         self
+    }
+
+    /// Turns semantic search on while the service runs (the model was fetched after start):
+    /// documents processed from now on are embedded, and the caller embeds those made ready
+    /// before ([`Semantic::backfill`]). False, changing nothing, when it is on already.
+    pub fn enable_semantic(&self, semantic: Arc<Semantic>) -> bool {
+        self.semantic.set(semantic).is_ok()
     }
 
     /// Reads scanned pages and images with OCR (`None`: off; `note` says how it was decided,
@@ -203,7 +213,7 @@ impl Ingest {
         FeedFollower::open(
             Arc::clone(&self.store),
             Arc::clone(&self.index),
-            self.semantic.clone(),
+            self.semantic.get().cloned(),
             position_file,
             self.indexed_here.clone().unwrap_or_default(),
         )
@@ -211,7 +221,7 @@ impl Ingest {
 
     /// Semantic search's embedder and vector index, when a model is configured.
     pub fn semantic(&self) -> Option<&Arc<Semantic>> {
-        self.semantic.as_ref()
+        self.semantic.get()
     }
 
     /// The settings in force.
@@ -223,7 +233,7 @@ impl Ingest {
     fn indexes(&self) -> Indexes {
         Indexes {
             keyword: Arc::clone(&self.index),
-            vectors: self.semantic.as_ref().map(|s| Arc::clone(s.vectors())),
+            vectors: self.semantic.get().map(|s| Arc::clone(s.vectors())),
             indexed_here: self.indexed_here.clone(),
             originals: Arc::clone(&self.files),
         }

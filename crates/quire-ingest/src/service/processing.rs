@@ -203,7 +203,7 @@ impl Ingest {
         pages: PagesRead,
     ) -> Result<Processed, String> {
         let tokens = match self.settings.chunking.count {
-            TokenCounting::Model => self.semantic.as_ref().and_then(|s| s.embedder().tokens()),
+            TokenCounting::Model => self.semantic.get().and_then(|s| s.embedder().tokens()),
             TokenCounting::Estimate => None,
         };
         let parse = ParseJob {
@@ -340,7 +340,7 @@ impl Ingest {
         let (doc, source) = (job.index_id, job.source_id);
         let title = crate::document_title(&job.document_name);
         let mut shared_vectors = None;
-        if let Some(semantic) = &self.semantic {
+        if let Some(semantic) = self.semantic.get() {
             let total = processed.chunks.len();
             progress.stage(ProcessingStage::Embedding, Some(count(total)));
             // A batch at a time, so the document's progress can say how far embedding is.
@@ -373,7 +373,7 @@ impl Ingest {
             let index = Arc::clone(semantic.vectors());
             blocking(move || index.replace_document(doc, source, &vectors)).await??;
         }
-        if self.semantic.is_none() {
+        if self.semantic.get().is_none() {
             progress.stage(ProcessingStage::Indexing, None);
         }
         let indexed: Vec<IndexedChunk> = processed

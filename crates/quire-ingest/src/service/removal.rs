@@ -42,7 +42,7 @@ impl Ingest {
     pub async fn remove_orphans(&self, originals: bool) -> Result<(u64, u64), IngestError> {
         let index = Arc::clone(&self.index);
         let mut indexed = blocking(move || index.document_ids()).await??;
-        if let Some(semantic) = &self.semantic {
+        if let Some(semantic) = self.semantic.get() {
             indexed.extend(semantic.vectors().document_ids());
         }
         indexed.sort_by_key(ToString::to_string);

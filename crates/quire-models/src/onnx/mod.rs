@@ -31,6 +31,16 @@ pub fn default_library() -> Option<PathBuf> {
     cached.is_file().then_some(cached)
 }
 
+/// Where the model cache keeps the library (`onnxruntime/` in it, whether or not it is there
+/// yet); `None` without a home directory.
+pub fn cached_library() -> Option<PathBuf> {
+    Some(
+        crate::fetch::model_cache_dir()?
+            .join("onnxruntime")
+            .join(library_file_name()),
+    )
+}
+
 /// The library's file name on this platform.
 fn library_file_name() -> &'static str {
     if cfg!(target_os = "windows") {

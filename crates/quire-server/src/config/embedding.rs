@@ -33,6 +33,11 @@ pub struct EmbeddingConfig {
     /// (`~/.cache/quire-models`, or `QUIRE_MODEL_CACHE`) if `quire model fetch` or
     /// `scripts/fetch-model` put it there.
     pub use_cached_model: bool,
+    /// With `use_cached_model` and no model in the cache: fetch it (and the ONNX Runtime
+    /// library) at start, in the background, verified against pinned SHA-256 sums, and turn
+    /// semantic search on once it is there. `false` for air-gapped installs: the log then names
+    /// the command that brings the files.
+    pub fetch_model: bool,
     /// The inference engine of a local model: `auto` (ONNX Runtime when its library is found,
     /// else candle), `onnxruntime` (an error without it) or `candle`.
     pub engine: String,
@@ -60,6 +65,7 @@ impl Default for EmbeddingConfig {
             batch_size: 64,
             timeout_seconds: 30,
             use_cached_model: true,
+            fetch_model: true,
             engine: "auto".into(),
             onnxruntime_library: None,
             precision: "auto".into(),

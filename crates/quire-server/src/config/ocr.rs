@@ -158,8 +158,9 @@ impl OcrConfig {
                     .map(|found| (program, found))
             }
             None => Err(
-                "no tesseract program on the PATH (install tesseract-ocr, or set \
-                         ocr.program)"
+                "no tesseract program on the PATH: install it (Debian and Ubuntu: `apt-get \
+                 install tesseract-ocr tesseract-ocr-eng`; macOS: `brew install tesseract`; in a \
+                 clone of Quire, scripts/ocr-deps), or set ocr.program"
                     .to_owned(),
             ),
         };

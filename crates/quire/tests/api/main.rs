@@ -18,6 +18,7 @@ mod crash;
 mod documents;
 mod errors;
 mod eval;
+mod first_start;
 mod fixtures;
 mod formats;
 mod generate;
