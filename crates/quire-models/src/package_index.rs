@@ -68,7 +68,14 @@ pub async fn fetch_onnxruntime(library: &Path) -> Result<(), ModelError> {
     let file_name = library
         .file_name()
         .ok_or_else(|| ModelError::Settings(format!("{} names no file", library.display())))?;
-    let found = find_file(&unpacked, file_name)?.ok_or_else(|| {
+    // The wheel names it with its version (`libonnxruntime.so.1.32.0`), beside the provider
+    // libraries, which are not wanted.
+    let stem = file_name
+        .to_string_lossy()
+        .replace(".so", "")
+        .replace(".dylib", "");
+    let wanted = |name: &str| name.starts_with(&stem) && !name.contains("providers");
+    let found = find_file(&unpacked, &wanted)?.ok_or_else(|| {
         ModelError::Unsupported(format!(
             "{ONNXRUNTIME_PACKAGE} holds no {} for this platform",
             file_name.to_string_lossy()
@@ -190,8 +197,8 @@ with zipfile.ZipFile(wheel) as archive:
     Ok(())
 }
 
-/// The first file named `name` under `dir`.
-fn find_file(dir: &Path, name: &std::ffi::OsStr) -> Result<Option<PathBuf>, ModelError> {
+/// The first file under `dir` whose name `wanted` accepts.
+fn find_file(dir: &Path, wanted: &dyn Fn(&str) -> bool) -> Result<Option<PathBuf>, ModelError> {
     let entries = std::fs::read_dir(dir).map_err(|source| ModelError::File {
         path: dir.to_owned(),
         source,
@@ -199,10 +206,13 @@ fn find_file(dir: &Path, name: &std::ffi::OsStr) -> Result<Option<PathBuf>, Mode
     for entry in entries.filter_map(Result::ok) {
         let path = entry.path();
         if path.is_dir() {
-            if let Some(found) = find_file(&path, name)? {
+            if let Some(found) = find_file(&path, wanted)? {
                 return Ok(Some(found));
             }
-        } else if path.file_name() == Some(name) {
+        } else if path
+            .file_name()
+            .is_some_and(|name| wanted(&name.to_string_lossy()))
+        {
             return Ok(Some(path));
         }
     }
