@@ -2,7 +2,7 @@
 //! policies, and writes the audit entry itself, so an action is checked and recorded the same
 //! way whichever adapter it came through.
 
-use quire_core::{ApiKeyRecord, KeyId, SourceScope};
+use quire_core::{ApiKeyRecord, KeyId, Permission, SourceId, SourceScope};
 
 /// The one scope that sees everything, for actors that are not limited to some sources.
 static EVERY_SOURCE: SourceScope = SourceScope::All;
@@ -18,11 +18,18 @@ pub enum Actor {
         name: String,
         /// The sources the key sees.
         scope: SourceScope,
+        /// What the key may do.
+        permission: Permission,
     },
     /// The signed-in administrator of the web interface.
     Admin,
     /// Whoever runs a `quire` command on the server (the CLI).
     Operator,
+    /// The sync of a source, bringing its origin's changes in.
+    Sync {
+        /// The source that syncs.
+        source: SourceId,
+    },
 }
 
 impl Actor {
@@ -32,6 +39,17 @@ impl Actor {
             id: key.id,
             name: key.name.clone(),
             scope: key.scope.clone(),
+            permission: key.permission,
+        }
+    }
+
+    /// Whether this actor may administer the instance: an admin key, the administrator, the
+    /// operator.
+    pub fn is_admin(&self) -> bool {
+        match self {
+            Self::Key { permission, .. } => *permission == Permission::Admin,
+            Self::Admin | Self::Operator => true,
+            Self::Sync { .. } => false,
         }
     }
 
@@ -40,7 +58,7 @@ impl Actor {
     pub fn scope(&self) -> &SourceScope {
         match self {
             Self::Key { scope, .. } => scope,
-            Self::Admin | Self::Operator => &EVERY_SOURCE,
+            Self::Admin | Self::Operator | Self::Sync { .. } => &EVERY_SOURCE,
         }
     }
 }
@@ -52,6 +70,7 @@ impl std::fmt::Display for Actor {
             Self::Key { id, name, .. } => write!(f, "key {name} ({id})"),
             Self::Admin => f.write_str("admin"),
             Self::Operator => f.write_str("operator"),
+            Self::Sync { source } => write!(f, "sync of source {source}"),
         }
     }
 }
@@ -67,6 +86,7 @@ mod tests {
             id: KeyId::new(),
             name: "ci".into(),
             scope: scoped.clone(),
+            permission: Permission::Read,
         };
         assert_eq!(key.scope(), &scoped);
         assert_eq!(Actor::Admin.scope(), &SourceScope::All);

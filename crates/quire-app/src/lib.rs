@@ -23,6 +23,7 @@ pub mod search;
 mod services;
 pub mod sources;
 pub mod startup;
+pub mod syncs;
 pub mod uploads;
 pub mod webhooks;
 

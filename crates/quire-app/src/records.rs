@@ -3,5 +3,5 @@
 
 pub use quire_store::{
     AdminSession, AuditEntry, Created, DeliveryAttempt, DocumentPage, DocumentProgress,
-    ProcessingStage, RateBucket, ReviewDecision, ReviewRecord, WebhookRecord,
+    ProcessingStage, RateBucket, ReviewDecision, ReviewRecord, SyncCounts, SyncRun, WebhookRecord,
 };

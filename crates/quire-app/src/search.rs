@@ -6,6 +6,12 @@
 //! Without an embedding model, or before any chunk has a vector, search is keyword only. When
 //! the model fails on a query (a remote embedder that is down), the search still answers from
 //! the keyword index and the failure is logged.
+//!
+//! With a reranker configured (`[search.rerank]`), the first results of that order are handed
+//! to it and shown in its order, with its scores ([`Rerank`]); when it fails they keep the
+//! fused order.
+
+mod rerank;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -21,6 +27,8 @@ use serde::Serialize;
 use quire_store::DocumentHit;
 
 use crate::{AppError, Services};
+
+pub use self::rerank::{RERANK_REQUESTS, RERANK_SECONDS, Rerank};
 
 /// Extra hits fetched beyond `limit`, to make up for stale ones dropped after the store check.
 const STALE_MARGIN: usize = 8;
@@ -176,7 +184,7 @@ struct Ranked {
 ///
 /// Scores: keyword-only results carry BM25 scores; hybrid results carry the fused score
 /// divided by the best possible one, so 1.0 means best in both rankings; vector-only results
-/// carry the cosine similarity.
+/// carry the cosine similarity. Reranked results carry the reranker's relevance score.
 pub async fn search(
     services: &Services,
     scope: &SourceScope,
@@ -232,7 +240,9 @@ pub async fn search_filtered(
         }
     };
     let mut retrieval = retrieval;
-    let mut candidates = services.search.candidates.max(limit + STALE_MARGIN);
+    // With a reranker, its candidates are resolved, and the cut to `limit` follows its order.
+    let depth = services.rerank.as_ref().map_or(limit, |r| r.depth(limit));
+    let mut candidates = services.search.candidates.max(depth + STALE_MARGIN);
     // The query is embedded once (beside the first keyword search), however deep the rankings
     // are read.
     let mut embedding: Option<Vec<f32>> = None;
@@ -278,10 +288,14 @@ pub async fn search_filtered(
         // Every ranking returned fewer than it was asked for: there is nothing deeper to read.
         let exhausted = keyword.len() < candidates && vector.len() < candidates;
         let ranked = rank(retrieval, &keyword, &vector, &services.search);
-        let results = resolve(services, scope, ranked, keyword, limit).await?;
+        let results = resolve(services, scope, ranked, keyword, depth).await?;
         // `resolve` drops index entries of deleted or no longer ready documents; when they
         // crowd out the limit, the rankings are read deeper rather than the answer cut short.
         if results.len() >= limit || exhausted || candidates >= MAX_CANDIDATES {
+            let results = match &services.rerank {
+                Some(rerank) => rerank.reorder(query, results, limit).await,
+                None => results,
+            };
             return Ok(SearchOutcome { results, retrieval });
         }
         candidates = (candidates * 4).min(MAX_CANDIDATES);

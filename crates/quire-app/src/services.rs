@@ -13,7 +13,7 @@ use quire_store::Store;
 use crate::Ledger;
 use crate::answers::Generation;
 use crate::rate_limit::RateLimiter;
-use crate::search::SearchSettings;
+use crate::search::{Rerank, SearchSettings};
 
 /// Upload policy shared by the API and the admin interface.
 #[derive(Debug, Clone, Copy)]
@@ -43,6 +43,8 @@ pub struct ServiceParts {
     pub clock: Arc<dyn Clock>,
     /// Fusion and candidate depth.
     pub search: SearchSettings,
+    /// The reranker that orders the fused top results, if one is configured.
+    pub rerank: Option<Rerank>,
     /// Upload policy.
     pub uploads: UploadSettings,
     /// Webhook registration checks.
@@ -55,6 +57,8 @@ pub struct ServiceParts {
     /// Whether the model is being fetched, to be turned on once it is there
     /// ([`crate::startup::semantic_ready`]).
     pub semantic_preparing: bool,
+    /// What syncing sources need (`None`: this process runs none, such as the CLI).
+    pub syncs: Option<crate::syncs::SyncSettings>,
 }
 
 /// Where semantic search stands: what the health output says, changed once a model fetched
@@ -83,10 +87,12 @@ pub struct Services {
     pub(crate) limiter: Arc<RateLimiter>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) search: SearchSettings,
+    pub(crate) rerank: Option<Rerank>,
     pub(crate) uploads: UploadSettings,
     pub(crate) webhooks: WebhookSettings,
     pub(crate) generation: Generation,
     pub(crate) semantic: Arc<SemanticStatus>,
+    pub(crate) syncs: Option<crate::syncs::SyncSettings>,
 }
 
 impl Services {
@@ -104,6 +110,7 @@ impl Services {
             limiter: parts.limiter,
             clock: parts.clock,
             search: parts.search,
+            rerank: parts.rerank,
             uploads: parts.uploads,
             webhooks: parts.webhooks,
             generation: parts.generation,
@@ -111,6 +118,7 @@ impl Services {
                 note: std::sync::RwLock::new(parts.semantic_note.to_string()),
                 preparing: std::sync::atomic::AtomicBool::new(parts.semantic_preparing),
             }),
+            syncs: parts.syncs,
         }
     }
 
@@ -172,6 +180,7 @@ impl std::fmt::Debug for Services {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Services")
             .field("search", &self.search)
+            .field("rerank", &self.rerank)
             .field("uploads", &self.uploads)
             .field("webhooks", &self.webhooks)
             .field("generation", &self.generation)

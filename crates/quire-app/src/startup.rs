@@ -76,6 +76,17 @@ pub async fn recover(services: &Services, recovery: &Recovery) -> Result<Recover
             "attempting again webhook deliveries the last run claimed but never logged"
         );
     }
+    // Sync runs are recorded under the node's name itself (without the workers' `:` suffix).
+    let sync_owner = (!recovery.owns_its_jobs).then_some(recovery.node.as_str());
+    let interrupted = store
+        .fail_interrupted_sync_runs(sync_owner, services.clock.now())
+        .await?;
+    if interrupted > 0 {
+        tracing::info!(
+            runs = interrupted,
+            "sync runs the last shutdown interrupted are recorded as failed; they run again when due"
+        );
+    }
     // Originals only when this process owns the store: on a shared one, another node may
     // have just stored an original whose document row is not written yet.
     (done.orphan_entries, done.orphan_originals) = services
@@ -180,6 +191,9 @@ impl Background {
             Arc::clone(&store),
             Arc::clone(&clock),
         )));
+        if services.syncs.is_some() {
+            tasks.push(tokio::spawn(sync_scheduler(services.clone())));
+        }
         let heartbeat = store.is_shared().then(|| {
             tokio::spawn(heartbeat(
                 Arc::clone(&store),
@@ -299,6 +313,20 @@ pub fn semantic_unavailable(services: &Services, note: String) {
 pub fn semantic_preparing(services: &Services, note: String) {
     tracing::info!("{note}");
     services.semantic.set(note, true);
+}
+
+/// How often the scheduler looks for syncing sources that are due.
+const SYNC_SCHEDULER_INTERVAL: Duration = Duration::from_secs(2);
+
+/// Starts the sync runs that are due, again and again.
+async fn sync_scheduler(services: Services) {
+    let mut tick = tokio::time::interval(SYNC_SCHEDULER_INTERVAL);
+    loop {
+        tick.tick().await;
+        if let Err(e) = crate::syncs::run_due(&services).await {
+            tracing::warn!(error = %e, "could not start the sync runs that are due");
+        }
+    }
 }
 
 /// Keeps saying that `node` runs, so other nodes' model checks count it.

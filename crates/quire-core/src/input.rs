@@ -78,6 +78,10 @@ pub enum SourceType {
     /// Documents uploaded over the network API.
     #[default]
     Network,
+    /// A directory on the server, synced into the source.
+    Folder,
+    /// An S3-compatible bucket prefix, synced into the source.
+    S3,
 }
 
 impl SourceType {
@@ -85,8 +89,14 @@ impl SourceType {
     pub fn parse(raw: &str) -> Result<Self, InputError> {
         match raw {
             "network" => Ok(Self::Network),
+            "folder" => Ok(Self::Folder),
+            "s3" => Ok(Self::S3),
+            "web" => Err(InputError(
+                "source `type` \"web\" is not available yet; use \"network\", \"folder\" or \"s3\""
+                    .into(),
+            )),
             other => Err(InputError(format!(
-                "unknown source `type` {other:?}; the only supported type is \"network\""
+                "unknown source `type` {other:?}; expected \"network\", \"folder\" or \"s3\""
             ))),
         }
     }
@@ -95,7 +105,14 @@ impl SourceType {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Network => "network",
+            Self::Folder => "folder",
+            Self::S3 => "s3",
         }
+    }
+
+    /// Whether sources of this type fill themselves from an origin (and need a `sync`).
+    pub fn syncs(self) -> bool {
+        !matches!(self, Self::Network)
     }
 }
 
@@ -198,8 +215,17 @@ mod tests {
     }
 
     #[test]
-    fn only_network_sources() {
-        assert_eq!(SourceType::parse("network").unwrap(), SourceType::Network);
-        assert!(SourceType::parse("s3").is_err());
+    fn source_types_are_network_folder_and_s3() {
+        for kind in [SourceType::Network, SourceType::Folder, SourceType::S3] {
+            assert_eq!(SourceType::parse(kind.as_str()).unwrap(), kind);
+        }
+        assert!(!SourceType::Network.syncs() && SourceType::Folder.syncs());
+        assert!(
+            SourceType::parse("web")
+                .unwrap_err()
+                .0
+                .contains("not available yet")
+        );
+        assert!(SourceType::parse("ftp").unwrap_err().0.contains("network"));
     }
 }

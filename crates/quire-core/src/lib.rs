@@ -1,5 +1,5 @@
 //! Quire's domain: identifiers, statuses, permissions, source scopes, validated inputs and the
-//! traits for services from outside (the clock, the embedder, the answer generator). No I/O and no framework types live here, so
+//! traits for services from outside (the clock, the embedder, the reranker, the answer generator). No I/O and no framework types live here, so
 //! every other crate can share these definitions without pulling in axum or sqlx.
 
 pub mod clock;
@@ -12,6 +12,7 @@ pub mod metadata;
 pub mod model;
 pub mod page;
 pub mod permission;
+pub mod rerank;
 pub mod scope;
 pub mod secret;
 pub mod version;
@@ -30,6 +31,7 @@ pub use model::{
 };
 pub use page::{DocumentCursor, PageSize};
 pub use permission::Permission;
+pub use rerank::Reranker;
 pub use scope::SourceScope;
 pub use secret::Secret;
 pub use version::{ExternalId, NextVersion, VersionRecord, VersionStatus};

@@ -1,8 +1,9 @@
 //! The JSON shapes of the Agent API: camelCase fields, ISO 8601 UTC timestamps with
 //! milliseconds, UUID strings.
 
-use quire_app::records::DocumentProgress;
+use quire_app::records::{DocumentProgress, SyncRun};
 use quire_app::search::SearchResult;
+use quire_app::syncs::SyncView;
 use quire_core::wire_timestamp as iso;
 use quire_core::{DocumentRecord, SourceRecord, VersionRecord};
 use serde::Serialize;
@@ -23,7 +24,7 @@ pub struct SourceJson {
     name: String,
     /// At most 2000 characters, may be empty.
     description: String,
-    /// Always `network`.
+    /// `network` (filled by uploads), or `folder` or `s3` (filled by syncing from an origin).
     #[serde(rename = "type")]
     #[schema(example = "network")]
     source_type: String,
@@ -32,6 +33,100 @@ pub struct SourceJson {
     /// When it was created.
     #[schema(format = DateTime)]
     created_at: String,
+    /// How a `folder` or `s3` source syncs (in the source's detail and the answer that
+    /// created it); absent for a network source and in lists.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sync: Option<SyncJson>,
+}
+
+impl SourceJson {
+    /// The record with its sync, when it has one.
+    pub fn with_sync(mut self, sync: Option<&SyncView>) -> Self {
+        self.sync = sync.map(SyncJson::from);
+        self
+    }
+}
+
+/// A source's sync: its settings (credentials never shown), its last run and its next one.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = SourceSync)]
+pub struct SyncJson {
+    /// The origin's settings as given (`path`; or `url`, `endpoint`, `region`, `accessKeyId`,
+    /// `allowHttp`), with `include`, `exclude` and `intervalSeconds`; `secretAccessKey` is
+    /// never returned.
+    #[schema(value_type = Object)]
+    settings: serde_json::Map<String, serde_json::Value>,
+    /// Whether a credential (`secretAccessKey`) is stored.
+    has_credentials: bool,
+    /// The newest run, if any.
+    last_run: Option<SyncRunJson>,
+    /// When it next syncs by itself (`null`: on demand only, or while a run runs).
+    #[schema(format = DateTime)]
+    next_run_at: Option<String>,
+}
+
+impl From<&SyncView> for SyncJson {
+    fn from(v: &SyncView) -> Self {
+        Self {
+            settings: v.settings.clone(),
+            has_credentials: v.has_secret,
+            last_run: v.last_run.as_ref().map(SyncRunJson::from),
+            next_run_at: v.next_run_at.map(iso),
+        }
+    }
+}
+
+/// One sync run of a source.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = SyncRun)]
+pub struct SyncRunJson {
+    /// The run's id.
+    #[schema(format = Uuid)]
+    id: String,
+    /// `running`, `succeeded` (items may still have failed: see `failed`) or `failed` (the
+    /// origin could not be listed; see `error`).
+    status: String,
+    /// New items: new documents.
+    added: u64,
+    /// Changed items: new versions of their documents.
+    updated: u64,
+    /// Items gone from the origin: their documents deleted.
+    deleted: u64,
+    /// Items not fetched again.
+    unchanged: u64,
+    /// Items that failed; their reasons are in `failures`.
+    failed: u64,
+    /// `[{"externalId", "reason"}]` of the items that failed.
+    #[schema(value_type = Vec<Object>)]
+    failures: serde_json::Value,
+    /// Why the run failed as a whole.
+    error: Option<String>,
+    /// When it started.
+    #[schema(format = DateTime)]
+    started_at: String,
+    /// When it ended (`null` while it runs).
+    #[schema(format = DateTime)]
+    finished_at: Option<String>,
+}
+
+impl From<&SyncRun> for SyncRunJson {
+    fn from(r: &SyncRun) -> Self {
+        Self {
+            id: r.id.to_string(),
+            status: r.status.clone(),
+            added: r.counts.added,
+            updated: r.counts.updated,
+            deleted: r.counts.deleted,
+            unchanged: r.counts.unchanged,
+            failed: r.counts.failed,
+            failures: serde_json::from_str(&r.failures).unwrap_or_else(|_| serde_json::json!([])),
+            error: r.error.clone(),
+            started_at: iso(r.started_at),
+            finished_at: r.finished_at.map(iso),
+        }
+    }
 }
 
 impl From<&SourceRecord> for SourceJson {
@@ -43,6 +138,7 @@ impl From<&SourceRecord> for SourceJson {
             source_type: s.source_type.clone(),
             document_count: s.document_count,
             created_at: iso(s.created_at),
+            sync: None,
         }
     }
 }
@@ -58,10 +154,14 @@ pub struct SourceDetailJson {
 }
 
 impl SourceDetailJson {
-    /// Combines a source and its documents.
-    pub fn new(source: &SourceRecord, documents: &[DocumentRecord]) -> Self {
+    /// Combines a source, its sync and its documents.
+    pub fn new(
+        source: &SourceRecord,
+        sync: Option<&SyncView>,
+        documents: &[DocumentRecord],
+    ) -> Self {
         Self {
-            source: source.into(),
+            source: SourceJson::from(source).with_sync(sync),
             documents: documents.iter().map(DocumentJson::from).collect(),
         }
     }

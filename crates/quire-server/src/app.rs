@@ -18,7 +18,9 @@ use quire_core::Clock;
 use quire_http::{AppState, HttpSettings};
 use quire_ingest::{Ingest, IngestSettings, Semantic, Staging};
 use quire_models::generate::{Extractive, Generator, OpenAiChat, OpenAiChatSettings};
-use quire_models::{Embedder, LocalEmbedder, OpenAiEmbedder, OpenAiSettings};
+use quire_models::{
+    Embedder, HttpReranker, LocalEmbedder, OpenAiEmbedder, OpenAiSettings, Reranker,
+};
 use quire_search::KeywordIndex;
 use quire_store::{QueueLimits, Store, StoreLocation};
 use tokio::net::TcpListener;
@@ -213,11 +215,27 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
         limiter,
         clock,
         search: config.search.settings(),
+        rerank: open_reranker(&config.search.rerank)?,
         uploads: UploadSettings {
             max_bulk_files: config.limits.max_bulk_files,
         },
         semantic_note: Arc::from(semantic_note),
         semantic_preparing: prepare_semantic,
+        syncs: Some(quire_app::syncs::SyncSettings {
+            folder_roots: config.connectors.folder_roots.clone(),
+            secrets: Arc::new(
+                quire_sync::SecretBox::load_or_create(
+                    data_dir,
+                    config
+                        .connectors
+                        .secret_key
+                        .as_ref()
+                        .map(|k| k.expose().as_str()),
+                )
+                .context("could not open the key that seals the sources' credentials")?,
+            ),
+            node: node.clone(),
+        }),
         generation: open_generation(&config.llm, shared_line)?,
         webhooks: WebhookSettings {
             allow_private_targets: config.webhooks.allow_private_targets,
@@ -603,6 +621,27 @@ async fn open_semantic(config: &Config) -> anyhow::Result<Option<Arc<dyn Embedde
         return Ok(Some(Arc::new(remote)));
     }
     Ok(None)
+}
+
+/// The reranker `[search.rerank]` configures, if any. Nothing is contacted here: a server
+/// that is down costs each search its reranking (counted and logged), not the service its start.
+fn open_reranker(
+    config: &crate::config::RerankConfig,
+) -> anyhow::Result<Option<quire_app::search::Rerank>> {
+    let Some(settings) = config.settings() else {
+        return Ok(None);
+    };
+    let reranker =
+        HttpReranker::new(settings).context("the [search.rerank] settings cannot work")?;
+    tracing::info!(
+        reranker = %reranker.name(),
+        candidates = config.candidates,
+        "search results are reranked"
+    );
+    Ok(Some(quire_app::search::Rerank::new(
+        Arc::new(reranker),
+        config.candidates,
+    )))
 }
 
 /// The answer generator `[llm]` configures (the extractive answerer without a server) and its

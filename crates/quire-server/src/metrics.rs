@@ -173,6 +173,16 @@ fn describe() {
         "Cluster mode: the index-feed position this node's indexes have applied"
     );
     describe_counter!(
+        quire_app::search::RERANK_REQUESTS,
+        "Rerank requests, by outcome (ok; error: refused, unreachable or garbage; timeout); \
+         every outcome but ok left the fused order"
+    );
+    describe_histogram!(
+        quire_app::search::RERANK_SECONDS,
+        Unit::Seconds,
+        "Time of a rerank request, whatever its outcome"
+    );
+    describe_counter!(
         "quire_webhook_deliveries_total",
         "Webhook delivery attempts, by outcome (success, rejected, unreachable)"
     );

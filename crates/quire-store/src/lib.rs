@@ -26,9 +26,9 @@ pub use types::{
     AdminSession, AuditEntry, ChunkVectors, ClaimedJob, ClusterNode, ConversationRecord, Created,
     DecidedReview, DeletedDocument, DeliveryAttempt, DocumentHit, DocumentPage, DocumentProgress,
     FinishOutcome, HeldDocument, IndexChange, IndexChangeKind, MessageRecord, NewDeliveryAttempt,
-    NewMessage, NewWebhook, PendingDelivery, PoolStats, ProcessedDocument, ProcessingStage,
-    QueueLimits, QueueRefusal, QueueView, RateBucket, RateWindow, ReviewDecision, ReviewRecord,
-    StoredChunk, TicketPlace, WebhookRecord,
+    NewMessage, NewSync, NewWebhook, PendingDelivery, PoolStats, ProcessedDocument,
+    ProcessingStage, QueueLimits, QueueRefusal, QueueView, RateBucket, RateWindow, ReviewDecision,
+    ReviewRecord, SourceSync, StoredChunk, SyncCounts, SyncRun, TicketPlace, WebhookRecord,
 };
 
 use async_trait::async_trait;
@@ -61,6 +61,51 @@ pub trait Store: Send + Sync + 'static {
         scope: &SourceScope,
         id: SourceId,
     ) -> StoreResult<Option<SourceRecord>>;
+    /// Creates a source that syncs from an origin, with its origin settings, in one
+    /// transaction.
+    async fn create_syncing_source(
+        &self,
+        source: NewSource,
+        sync: NewSync,
+    ) -> StoreResult<SourceRecord>;
+    /// A source's origin settings, when it syncs.
+    async fn source_sync(&self, source: SourceId) -> StoreResult<Option<SourceSync>>;
+    /// Starts run `id` of `source` on `node` at `now`; `None` (nothing started) while another
+    /// run of the source runs, on this or any node.
+    async fn start_sync_run(
+        &self,
+        source: SourceId,
+        id: uuid::Uuid,
+        node: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<Option<SyncRun>>;
+    /// Records how `run` ended (its status, counts, failures, end) and when the source next
+    /// syncs by itself (`None`: on demand only), in one transaction.
+    async fn finish_sync_run(
+        &self,
+        run: &SyncRun,
+        next_run_at: Option<DateTime<Utc>>,
+    ) -> StoreResult<()>;
+    /// Up to `limit` runs of `source`, newest first.
+    async fn sync_runs(&self, source: SourceId, limit: u32) -> StoreResult<Vec<SyncRun>>;
+    /// Syncing sources due at `now` with no run running, the longest due first.
+    async fn due_syncs(&self, now: DateTime<Utc>) -> StoreResult<Vec<SourceId>>;
+    /// Ends as failed the runs left running by a process that stopped: those of nodes whose
+    /// name starts with `node_prefix` (every one: `None`). Returns how many.
+    async fn fail_interrupted_sync_runs(
+        &self,
+        node_prefix: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> StoreResult<u64>;
+    /// The (external id, fingerprint) of every item of `source` last taken from its origin.
+    async fn sync_items(&self, source: SourceId) -> StoreResult<Vec<(String, String)>>;
+    /// Records the fingerprint an item of `source` was taken with (`None`: forgets it).
+    async fn set_sync_item(
+        &self,
+        source: SourceId,
+        external_id: &str,
+        fingerprint: Option<&str>,
+    ) -> StoreResult<()>;
     /// Which of `ids` exist (regardless of any scope); for validating key scopes.
     async fn existing_sources(&self, ids: &[SourceId]) -> StoreResult<Vec<SourceId>>;
 

@@ -637,3 +637,72 @@ pub struct DeletedDocument {
     /// The index ids of all its versions.
     pub index_ids: Vec<DocumentId>,
 }
+
+/// How a syncing source reaches its origin, to store with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewSync {
+    /// `folder` or `s3`.
+    pub kind: String,
+    /// The origin's settings as a JSON object, credentials left out.
+    pub config: String,
+    /// The credentials, sealed with the operator's key.
+    pub sealed_secret: Option<String>,
+    /// How often it syncs by itself (0: on demand only).
+    pub interval_seconds: u64,
+    /// When it first syncs by itself.
+    pub next_run_at: Option<DateTime<Utc>>,
+}
+
+/// A syncing source's origin settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceSync {
+    /// The source.
+    pub source_id: SourceId,
+    /// `folder` or `s3`.
+    pub kind: String,
+    /// The origin's settings (a JSON object), credentials left out.
+    pub config: String,
+    /// The credentials, sealed.
+    pub sealed_secret: Option<String>,
+    /// How often it syncs by itself (0: on demand only).
+    pub interval_seconds: u64,
+    /// When it next syncs by itself.
+    pub next_run_at: Option<DateTime<Utc>>,
+}
+
+/// Counts of what a sync run did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SyncCounts {
+    /// Items new to the source.
+    pub added: u64,
+    /// Items that changed: new versions.
+    pub updated: u64,
+    /// Items gone from the origin: documents deleted.
+    pub deleted: u64,
+    /// Items not fetched again.
+    pub unchanged: u64,
+    /// Items that failed (each with its reason).
+    pub failed: u64,
+}
+
+/// One sync run of a source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyncRun {
+    /// Its id.
+    pub id: uuid::Uuid,
+    /// The source.
+    pub source_id: SourceId,
+    /// `running`, `succeeded` or `failed`.
+    pub status: String,
+    /// What it did.
+    pub counts: SyncCounts,
+    /// The failed items' external ids and reasons, as a JSON array of
+    /// `{"externalId", "reason"}`.
+    pub failures: String,
+    /// Why the run failed as a whole (the origin could not be listed).
+    pub error: Option<String>,
+    /// When it started.
+    pub started_at: DateTime<Utc>,
+    /// When it ended.
+    pub finished_at: Option<DateTime<Utc>>,
+}

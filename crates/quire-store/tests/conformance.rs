@@ -34,6 +34,8 @@ mod rate_limits;
 mod reviews;
 #[path = "conformance/schema.rs"]
 mod schema;
+#[path = "conformance/syncs.rs"]
+mod syncs;
 #[path = "conformance/versions.rs"]
 mod versions;
 #[path = "conformance/webhooks.rs"]
@@ -94,6 +96,7 @@ conformance! {
             pool_stats_are_consistent,
         ],
         cluster: [the_index_feed_lists_what_became_ready_or_went],
+        syncs: [sync_runs_are_one_at_a_time_and_recorded],
         versions: [
             an_external_id_makes_a_new_version_of_the_same_document,
             a_failed_or_held_version_leaves_the_live_one,
@@ -117,6 +120,7 @@ conformance! {
             deleting_while_workers_finish_never_fails,
         ],
         versions: [uploads_of_one_new_external_id_at_once_are_one_document],
+        syncs: [only_one_of_concurrent_sync_starts_wins],
         cluster: [
             concurrent_changes_take_consecutive_feed_positions,
             a_node_with_another_model_is_refused_while_one_runs,

@@ -60,6 +60,8 @@ pub fn router(state: AppState) -> Router {
         .route("/sources", get(sources::list).post(sources::create))
         .route("/sources/{id}", get(sources::get))
         .route("/sources/{id}/documents", get(documents::list))
+        .route("/sources/{id}/sync", post(sources::sync_now))
+        .route("/sources/{id}/syncs", get(sources::sync_runs))
         .route(
             "/sources/{id}/documents/upload",
             // Uploads stream to disk under their own size limit.

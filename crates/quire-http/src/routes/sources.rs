@@ -5,6 +5,7 @@ use axum::extract::{Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use quire_app::sources::{self, SourceSpec};
+use quire_app::syncs;
 use quire_core::{SourceDescription, SourceName, SourceType};
 use serde::Deserialize;
 use utoipa::ToSchema;
@@ -14,7 +15,7 @@ use super::paging::{PageQuery, next_link};
 use crate::auth::{Read, ReadWrite, Require};
 use crate::error::ErrorBody;
 use crate::extract::{ApiJson, ApiPath};
-use crate::wire::{SourceDetailJson, SourceJson};
+use crate::wire::{SourceDetailJson, SourceJson, SyncRunJson};
 use crate::{ApiError, AppState};
 
 /// A new data source.
@@ -26,10 +27,25 @@ pub(super) struct CreateSource {
     /// At most 2000 characters; empty when left out.
     #[schema(value_type = String, max_length = 2000)]
     description: Option<String>,
-    /// `network`, the only type (and the default).
+    /// `network` (the default: filled by uploads), `folder` or `s3` (filled by syncing from
+    /// an origin; with `sync`, and only with an admin key).
     #[serde(rename = "type")]
     #[schema(value_type = String, example = "network")]
     source_type: Option<String>,
+    /// How a `folder` or `s3` source syncs: `folder`: `{"path"}` (under
+    /// `connectors.folder_roots`); `s3`: `{"url": "s3://bucket/prefix/", "endpoint", "region",
+    /// "accessKeyId", "secretAccessKey", "allowHttp"}`; both: `include` and `exclude` (glob
+    /// patterns over external ids) and `intervalSeconds` (0: on demand only; default 3600).
+    #[schema(value_type = Option<Object>)]
+    sync: Option<serde_json::Value>,
+}
+
+/// `?limit=` of a source's sync runs.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(super) struct RunsQuery {
+    /// Runs to list, newest first: 1 to 100 (20 by default).
+    limit: Option<u32>,
 }
 
 /// The sources the key can see, oldest first.
@@ -48,8 +64,8 @@ pub(super) async fn list(
     responses(
         (status = 201, description = "Created", body = SourceJson,
             headers(("Location" = String, description = "`/api/v1/sources/{id}`"))),
-        (status = 400, description = "Invalid name, description or type; malformed JSON", body = ErrorBody),
-        (status = 403, description = "Permission too low, or the key is limited to some sources", body = ErrorBody),
+        (status = 400, description = "Invalid name, description, type or sync (a folder outside the allowed roots, a bad URL or pattern); malformed JSON", body = ErrorBody),
+        (status = 403, description = "Permission too low (a syncing source needs an admin key), or the key is limited to some sources", body = ErrorBody),
         (status = 413, description = "Body over `limits.max_json_bytes`", body = ErrorBody),
         (status = 415, description = "Not `application/json`", body = ErrorBody),
     ))]
@@ -86,14 +102,72 @@ pub(super) async fn create(
         description,
         source_type,
     };
-    // A key limited to some sources is refused here (see `quire_app::sources::create`).
-    let source = sources::create(&state, &caller.actor(), spec).await?;
+    let actor = caller.actor();
+    let (source, sync) = match (source_type.syncs(), &body.sync) {
+        (true, Some(sync)) => {
+            let request = syncs::SyncRequest::parse(source_type, sync)?;
+            let source = syncs::create(&state, &actor, spec, request).await?;
+            let view = syncs::view(&state, actor.scope(), source.id).await?;
+            (source, view)
+        }
+        (true, None) => {
+            return Err(ApiError::BadRequest(format!(
+                "a {source_type} source needs a `sync` object saying where it syncs from"
+            )));
+        }
+        (false, Some(_)) => {
+            return Err(ApiError::BadRequest(
+                "`sync` goes with a `folder` or `s3` source; a network source is filled by \
+                 uploads"
+                    .into(),
+            ));
+        }
+        // A key limited to some sources is refused here (see `quire_app::sources::create`).
+        (false, None) => (sources::create(&state, &actor, spec).await?, None),
+    };
     let location = format!("/api/v1/sources/{}", source.id);
     Ok((
         StatusCode::CREATED,
         [(header::LOCATION, location)],
-        Json(SourceJson::from(&source)),
+        Json(SourceJson::from(&source).with_sync(sync.as_ref())),
     ))
+}
+
+/// Starts a sync run of a `folder` or `s3` source now; it runs in the background (follow it in
+/// `GET …/syncs`). Needs `read-write`.
+#[utoipa::path(post, path = "/api/v1/sources/{id}/sync", tag = "sources", params(SourcePath),
+    responses(
+        (status = 202, description = "Started", body = SyncRunJson),
+        (status = 400, description = "The id is not a UUID, or the source is a network source (which does not sync)", body = ErrorBody),
+        (status = 403, description = "Permission too low", body = ErrorBody),
+        (status = 404, description = "No such source in the key's scope", body = ErrorBody),
+        (status = 409, description = "A run of this source runs already", body = ErrorBody),
+    ))]
+pub(super) async fn sync_now(
+    State(state): State<AppState>,
+    Require(caller, _): Require<ReadWrite>,
+    ApiPath(SourcePath { id }): ApiPath<SourcePath>,
+) -> Result<(StatusCode, Json<SyncRunJson>), ApiError> {
+    let run = syncs::start(&state, &caller.actor(), id).await?;
+    Ok((StatusCode::ACCEPTED, Json(SyncRunJson::from(&run))))
+}
+
+/// The sync runs of a `folder` or `s3` source, newest first.
+#[utoipa::path(get, path = "/api/v1/sources/{id}/syncs", tag = "sources",
+    params(SourcePath, RunsQuery),
+    responses(
+        (status = 200, description = "Its runs, newest first (none for a network source)", body = [SyncRunJson]),
+        (status = 400, description = "The id is not a UUID, or `limit` is malformed", body = ErrorBody),
+        (status = 404, description = "No such source in the key's scope", body = ErrorBody),
+    ))]
+pub(super) async fn sync_runs(
+    State(state): State<AppState>,
+    Require(caller, _): Require<Read>,
+    ApiPath(SourcePath { id }): ApiPath<SourcePath>,
+    Query(query): Query<RunsQuery>,
+) -> Result<Json<Vec<SyncRunJson>>, ApiError> {
+    let runs = syncs::runs(&state, caller.scope(), id, query.limit.unwrap_or(20)).await?;
+    Ok(Json(runs.iter().map(SyncRunJson::from).collect()))
 }
 
 /// One source with its documents: all of them, or with `limit` one page and a `Link` header
@@ -113,13 +187,19 @@ pub(super) async fn get(
 ) -> Result<Response, ApiError> {
     let Some(request) = query.parse()? else {
         let (source, documents) = sources::get_with_documents(&state, caller.scope(), id).await?;
-        return Ok(Json(SourceDetailJson::new(&source, &documents)).into_response());
+        let sync = syncs::view(&state, caller.scope(), id).await?;
+        return Ok(Json(SourceDetailJson::new(&source, sync.as_ref(), &documents)).into_response());
     };
     let source = sources::get(&state, caller.scope(), id).await?;
+    let sync = syncs::view(&state, caller.scope(), id).await?;
     let page =
         quire_app::documents::list_page(&state, caller.scope(), id, request.after, request.size)
             .await?;
-    let body = Json(SourceDetailJson::new(&source, &page.documents));
+    let body = Json(SourceDetailJson::new(
+        &source,
+        sync.as_ref(),
+        &page.documents,
+    ));
     Ok(
         match next_link(&format!("/api/v1/sources/{id}"), request, &page) {
             Some(link) => ([link], body).into_response(),

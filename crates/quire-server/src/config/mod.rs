@@ -8,6 +8,7 @@
 //! Each `[section]` is a module of its own: its settings, their defaults and its checks. This
 //! module holds the whole ([`Config`]) and the layering.
 
+mod connectors;
 mod embedding;
 mod files;
 mod limits;
@@ -29,6 +30,7 @@ use quire_ingest::ChunkingParams;
 use serde::{Deserialize, Serialize};
 use toml::{Table, Value};
 
+pub use self::connectors::ConnectorsConfig;
 pub use self::embedding::EmbeddingConfig;
 pub use self::files::{FilesConfig, FilesLocation};
 pub use self::limits::LimitsConfig;
@@ -38,7 +40,7 @@ pub use self::metrics::MetricsConfig;
 pub use self::ocr::{OcrConfig, OcrMode};
 pub use self::parsing::ParsingConfig;
 pub use self::pii::PiiConfig;
-pub use self::search::SearchConfig;
+pub use self::search::{RerankConfig, SearchConfig};
 pub use self::store::StoreConfig;
 pub use self::webhooks::WebhooksConfig;
 pub use self::workers::WorkersConfig;
@@ -71,6 +73,8 @@ pub struct Config {
     pub llm: LlmConfig,
     /// Outgoing webhooks.
     pub webhooks: WebhooksConfig,
+    /// Sources that sync: the folders they may read, the key that seals their credentials.
+    pub connectors: ConnectorsConfig,
     /// Personal data: which documents wait for an administrator's review.
     pub pii: PiiConfig,
     /// Where metadata, jobs, keys and the outbox live.
@@ -96,6 +100,7 @@ impl Default for Config {
             search: SearchConfig::default(),
             llm: LlmConfig::default(),
             webhooks: WebhooksConfig::default(),
+            connectors: ConnectorsConfig::default(),
             pii: PiiConfig::default(),
             store: StoreConfig::default(),
             files: FilesConfig::default(),
@@ -140,6 +145,7 @@ impl Config {
         let mut shown = self.clone();
         shown.llm.api_key = hide(&self.llm.api_key);
         shown.embedding.api_key = hide(&self.embedding.api_key);
+        shown.search.rerank.api_key = hide(&self.search.rerank.api_key);
         shown.files.secret_access_key = hide(&self.files.secret_access_key);
         shown.store.url = self.store.url.as_ref().map(|url| {
             quire_core::Secret::new(
@@ -248,8 +254,9 @@ fn merge(base: &mut Table, over: Table) {
     }
 }
 
-/// Settings that are unset (`None`) by default, as (table, key, example value). They are
-/// missing from the table of defaults, where [`apply_env`] looks, so they are handled apart.
+/// Settings that are unset (`None`) by default, as (table, key, example value); a nested
+/// table is named by its dotted path (`search.rerank`). They are missing from the table of
+/// defaults, where [`apply_env`] looks, so they are handled apart.
 const OPTIONAL_SETTINGS: &[(&str, &str, &str)] = &[
     (
         "store",
@@ -280,6 +287,11 @@ const OPTIONAL_SETTINGS: &[(&str, &str, &str)] = &[
         "embedding",
         "onnxruntime_library",
         "\"~/.cache/quire-models/onnxruntime/libonnxruntime.so\"  # unset: ORT_DYLIB_PATH, then that cache path",
+    ),
+    (
+        "connectors",
+        "secret_key",
+        "\"<32 random bytes, base64>\"  # unset: generated into data_dir/connectors.key",
     ),
     (
         "llm",
@@ -325,6 +337,21 @@ const OPTIONAL_SETTINGS: &[(&str, &str, &str)] = &[
     ),
     ("files", "secret_access_key", "\"…\"  # with access_key_id"),
     (
+        "search.rerank",
+        "base_url",
+        "\"http://localhost:8080/v1\"  # a /rerank server, posted at {base_url}/rerank; unset: no reranking",
+    ),
+    (
+        "search.rerank",
+        "model",
+        "\"bge-reranker-v2-m3\"  # sent as `model`; unset: not sent",
+    ),
+    (
+        "search.rerank",
+        "api_key",
+        "\"…\"  # with base_url, if the server wants one",
+    ),
+    (
         "metrics",
         "bind",
         "\"127.0.0.1:9464\"  # Prometheus scrapes /metrics here; unset: no metrics endpoint",
@@ -333,12 +360,19 @@ const OPTIONAL_SETTINGS: &[(&str, &str, &str)] = &[
 
 /// Sets each optional setting whose environment variable is set; an empty value unsets it.
 fn apply_optional_env(table: &mut Table, env: &[(String, String)]) {
-    for (section, key, _) in OPTIONAL_SETTINGS {
-        let name = format!("QUIRE_{section}_{key}").to_uppercase();
+    for (path, key, _) in OPTIONAL_SETTINGS {
+        let name = format!("QUIRE_{}_{key}", path.replace('.', "_")).to_uppercase();
         let Some((_, raw)) = env.iter().find(|(k, _)| *k == name) else {
             continue;
         };
-        let Some(Value::Table(section)) = table.get_mut(*section) else {
+        let mut section = Some(&mut *table);
+        for part in path.split('.') {
+            section = match section.and_then(|t| t.get_mut(part)) {
+                Some(Value::Table(inner)) => Some(inner),
+                _ => None,
+            };
+        }
+        let Some(section) = section else {
             continue;
         };
         if raw.trim().is_empty() {

@@ -1,6 +1,7 @@
 //! `[search]`: how keyword and vector rankings are combined.
 
 use anyhow::bail;
+use quire_core::Secret;
 use serde::{Deserialize, Serialize};
 
 /// `[search]`: reciprocal rank fusion of the keyword and vector rankings (see
@@ -22,6 +23,66 @@ pub struct SearchConfig {
     pub spread_pages: bool,
     /// How much a chunk's rank gains from its document's best chunk (0: none).
     pub document_weight: f32,
+    /// `[search.rerank]`: a reranking server that orders the first results.
+    pub rerank: RerankConfig,
+}
+
+/// `[search.rerank]`: a server speaking the `/rerank` shape of Cohere, Jina,
+/// text-embeddings-inference, vLLM, Infinity and llama.cpp's server. Unset `base_url`: no
+/// reranking. See `docs/retrieval.md`, "Reranking".
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RerankConfig {
+    /// Requests go to `{base_url}/rerank`, exactly as given (`…/v1` where the server wants it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// The reranking model's name, sent as `model` (unset: not sent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Bearer token for the server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<Secret<String>>,
+    /// Results of the fused order handed to the reranker (at least the request's `limit`).
+    pub candidates: usize,
+    /// Longest wait for the reranker, in milliseconds; past it the fused order stands.
+    pub timeout_ms: u64,
+}
+
+impl Default for RerankConfig {
+    fn default() -> Self {
+        Self {
+            base_url: None,
+            model: None,
+            api_key: None,
+            candidates: 50,
+            timeout_ms: 5_000,
+        }
+    }
+}
+
+impl RerankConfig {
+    /// The client settings, when a server is configured.
+    pub fn settings(&self) -> Option<quire_models::RerankSettings> {
+        Some(quire_models::RerankSettings {
+            base_url: self.base_url.clone()?,
+            model: self.model.clone(),
+            api_key: self.api_key.as_ref().map(|k| k.expose().clone()),
+            timeout: std::time::Duration::from_millis(self.timeout_ms),
+        })
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        if !(1..=1_000).contains(&self.candidates) {
+            bail!("search.rerank.candidates must be between 1 and 1000");
+        }
+        if self.timeout_ms == 0 {
+            bail!("search.rerank.timeout_ms must be at least 1");
+        }
+        if self.base_url.is_none() && (self.model.is_some() || self.api_key.is_some()) {
+            bail!("search.rerank.model and search.rerank.api_key need search.rerank.base_url");
+        }
+        Ok(())
+    }
 }
 
 impl Default for SearchConfig {
@@ -38,6 +99,7 @@ impl Default for SearchConfig {
             candidates: d.candidates,
             spread_pages: d.spread_pages,
             document_weight: d.document_weight,
+            rerank: RerankConfig::default(),
         }
     }
 }
@@ -78,6 +140,64 @@ impl SearchConfig {
         if self.candidates == 0 {
             bail!("search.candidates must be at least 1");
         }
-        Ok(())
+        self.rerank.validate()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::tests::load;
+
+    #[test]
+    fn the_reranker_is_configured_from_the_environment() {
+        let off = load(&[]).unwrap();
+        assert_eq!(off.search.rerank.base_url, None);
+        assert!(off.search.rerank.settings().is_none());
+        assert_eq!(off.search.rerank.candidates, 50);
+        assert_eq!(off.search.rerank.timeout_ms, 5_000);
+
+        let on = load(&[
+            ("QUIRE_SEARCH_RERANK_BASE_URL", "http://localhost:8080/v1"),
+            ("QUIRE_SEARCH_RERANK_MODEL", "bge-reranker-v2-m3"),
+            ("QUIRE_SEARCH_RERANK_API_KEY", "rr-hunter2"),
+            ("QUIRE_SEARCH_RERANK_CANDIDATES", "20"),
+            ("QUIRE_SEARCH_RERANK_TIMEOUT_MS", "750"),
+        ])
+        .unwrap();
+        let settings = on.search.rerank.settings().unwrap();
+        assert_eq!(settings.base_url, "http://localhost:8080/v1");
+        assert_eq!(settings.model.as_deref(), Some("bge-reranker-v2-m3"));
+        assert_eq!(settings.api_key.as_deref(), Some("rr-hunter2"));
+        assert_eq!(settings.timeout, std::time::Duration::from_millis(750));
+        assert_eq!(on.search.rerank.candidates, 20);
+        let shown = toml::to_string(&on.redacted()).unwrap();
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(shown.contains("[search.rerank]"), "{shown}");
+
+        for (name, value, needle) in [
+            (
+                "QUIRE_SEARCH_RERANK_CANDIDATES",
+                "0",
+                "search.rerank.candidates",
+            ),
+            (
+                "QUIRE_SEARCH_RERANK_TIMEOUT_MS",
+                "0",
+                "search.rerank.timeout_ms",
+            ),
+            ("QUIRE_SEARCH_RERANK_MODEL", "m", "search.rerank.base_url"),
+        ] {
+            let err = load(&[(name, value)]).unwrap_err();
+            assert!(format!("{err:#}").contains(needle), "{name}: {err:#}");
+        }
+    }
+
+    #[test]
+    fn the_printed_defaults_show_the_rerank_settings_unset() {
+        let text = crate::config::Config::default_toml();
+        assert!(
+            text.contains("[search.rerank]\ncandidates = 50\ntimeout_ms = 5000\n# base_url = "),
+            "{text}"
+        );
     }
 }

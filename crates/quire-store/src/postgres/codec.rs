@@ -31,6 +31,7 @@ fn bound(query: &Query) -> sqlx::query::Query<'_, Postgres, PgArguments> {
             Arg::Ids(ids) => q.bind(ids.as_slice()),
             Arg::Scope(ids) => q.bind(ids.as_deref()),
             Arg::Time(t) => q.bind(*t),
+            Arg::OptTime(t) => q.bind(*t),
             Arg::Text(text) => q.bind(text.as_deref()),
             // TEXT cannot hold U+0000.
             Arg::LongText(text) => q.bind(text.as_bytes()),

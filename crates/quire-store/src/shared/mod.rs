@@ -19,6 +19,7 @@ mod reviews;
 mod sources;
 mod sql;
 mod store;
+mod syncs;
 pub(crate) mod webhooks;
 
 pub(crate) use backend::{Backend, Conn};

@@ -2,28 +2,33 @@
 
 use quire_core::{NewSource, SourceId, SourceRecord, SourceScope};
 
-use super::Backend;
 use super::records::{self, SOURCE_COLUMNS};
 use super::sql::{Arg, Cells, Query, Sql};
+use super::{Backend, Conn};
 use crate::StoreResult;
 
 /// [`crate::Store::create_source`].
 pub(crate) async fn create<B: Backend>(store: &B, source: NewSource) -> StoreResult<SourceRecord> {
-    store
-        .write()
-        .await?
-        .execute(
-            Query::new(
-                "INSERT INTO sources (id, name, description, source_type, created_at)
-                 VALUES ($1, $2, $3, $4, $5)",
-            )
-            .bind(source.id)
-            .bind(source.name.as_str())
-            .bind(source.description.as_str())
-            .bind(source.source_type.as_str())
-            .bind(source.created_at),
+    insert::<B>(&mut *store.write().await?, &source).await
+}
+
+/// Inserts `source` on the caller's connection.
+pub(crate) async fn insert<B: Backend>(
+    conn: &mut Conn<B>,
+    source: &NewSource,
+) -> StoreResult<SourceRecord> {
+    conn.execute(
+        Query::new(
+            "INSERT INTO sources (id, name, description, source_type, created_at)
+             VALUES ($1, $2, $3, $4, $5)",
         )
-        .await?;
+        .bind(source.id)
+        .bind(source.name.as_str())
+        .bind(source.description.as_str())
+        .bind(source.source_type.as_str())
+        .bind(source.created_at),
+    )
+    .await?;
     Ok(SourceRecord {
         id: source.id,
         name: source.name.as_str().to_owned(),

@@ -27,6 +27,8 @@ pub(crate) enum Arg {
     Scope(Option<Vec<Uuid>>),
     /// A point in time: Unix milliseconds in SQLite, TIMESTAMPTZ in PostgreSQL.
     Time(DateTime<Utc>),
+    /// A point in time or NULL, in the same column types as [`Arg::Time`].
+    OptTime(Option<DateTime<Utc>>),
     /// Short text, or NULL.
     Text(Option<String>),
     /// Text that may hold U+0000: TEXT in SQLite, BYTEA in PostgreSQL (whose TEXT cannot).
@@ -74,6 +76,12 @@ impl From<Uuid> for Arg {
 impl From<DateTime<Utc>> for Arg {
     fn from(t: DateTime<Utc>) -> Self {
         Self::Time(t)
+    }
+}
+
+impl From<Option<DateTime<Utc>>> for Arg {
+    fn from(t: Option<DateTime<Utc>>) -> Self {
+        Self::OptTime(t)
     }
 }
 

@@ -14,15 +14,15 @@ use uuid::Uuid;
 
 use super::{
     Backend, admin, chunks, conversations, documents, jobs, keys, progress, rate, reviews, sources,
-    webhooks,
+    syncs, webhooks,
 };
 use crate::{
     AdminSession, AuditEntry, ChunkVectors, ClaimedJob, ClusterNode, ConversationRecord, Created,
     DecidedReview, DeletedDocument, DeliveryAttempt, DocumentHit, DocumentPage, DocumentProgress,
     FinishOutcome, HeldDocument, IndexChange, MessageRecord, NewDeliveryAttempt, NewMessage,
-    NewWebhook, PendingDelivery, PoolStats, ProcessedDocument, QueueLimits, QueueRefusal,
-    QueueView, RateWindow, ReviewDecision, ReviewRecord, Store, StoreResult, StoredChunk,
-    TicketPlace, WebhookRecord,
+    NewSync, NewWebhook, PendingDelivery, PoolStats, ProcessedDocument, QueueLimits, QueueRefusal,
+    QueueView, RateWindow, ReviewDecision, ReviewRecord, SourceSync, Store, StoreResult,
+    StoredChunk, SyncRun, TicketPlace, WebhookRecord,
 };
 
 #[async_trait]
@@ -41,6 +41,65 @@ impl<B: Backend> Store for B {
         id: SourceId,
     ) -> StoreResult<Option<SourceRecord>> {
         sources::get(self, scope, id).await
+    }
+
+    async fn create_syncing_source(
+        &self,
+        source: NewSource,
+        sync: NewSync,
+    ) -> StoreResult<SourceRecord> {
+        syncs::create_source(self, source, sync).await
+    }
+
+    async fn source_sync(&self, source: SourceId) -> StoreResult<Option<SourceSync>> {
+        syncs::get(self, source).await
+    }
+
+    async fn start_sync_run(
+        &self,
+        source: SourceId,
+        id: Uuid,
+        node: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<Option<SyncRun>> {
+        syncs::start(self, source, id, node, now).await
+    }
+
+    async fn finish_sync_run(
+        &self,
+        run: &SyncRun,
+        next_run_at: Option<DateTime<Utc>>,
+    ) -> StoreResult<()> {
+        syncs::finish(self, run, next_run_at).await
+    }
+
+    async fn sync_runs(&self, source: SourceId, limit: u32) -> StoreResult<Vec<SyncRun>> {
+        syncs::runs(self, source, limit).await
+    }
+
+    async fn due_syncs(&self, now: DateTime<Utc>) -> StoreResult<Vec<SourceId>> {
+        syncs::due(self, now).await
+    }
+
+    async fn fail_interrupted_sync_runs(
+        &self,
+        node_prefix: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> StoreResult<u64> {
+        syncs::fail_interrupted(self, node_prefix, now).await
+    }
+
+    async fn sync_items(&self, source: SourceId) -> StoreResult<Vec<(String, String)>> {
+        syncs::items(self, source).await
+    }
+
+    async fn set_sync_item(
+        &self,
+        source: SourceId,
+        external_id: &str,
+        fingerprint: Option<&str>,
+    ) -> StoreResult<()> {
+        syncs::set_item(self, source, external_id, fingerprint).await
     }
 
     async fn existing_sources(&self, ids: &[SourceId]) -> StoreResult<Vec<SourceId>> {

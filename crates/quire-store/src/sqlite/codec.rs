@@ -22,6 +22,7 @@ fn bound(query: &Query) -> sqlx::query::Query<'_, Sqlite, SqliteArguments<'_>> {
             Arg::Ids(ids) => q.bind(ids_json(ids)),
             Arg::Scope(ids) => q.bind(ids.as_deref().map(ids_json)),
             Arg::Time(t) => q.bind(t.timestamp_millis()),
+            Arg::OptTime(t) => q.bind(t.map(|t| t.timestamp_millis())),
             Arg::Text(text) => q.bind(text.as_deref()),
             Arg::LongText(text) => q.bind(text.as_str()),
             Arg::Int(n) => q.bind(*n),

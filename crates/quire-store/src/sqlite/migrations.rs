@@ -24,6 +24,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (12, include_str!("schema_v12.sql")),
     (13, include_str!("schema_v13.sql")),
     (14, include_str!("schema_v14.sql")),
+    (15, include_str!("schema_v15.sql")),
 ];
 
 pub(super) async fn run(pool: &SqlitePool) -> StoreResult<()> {

@@ -166,6 +166,8 @@ enum Op {
     ListSources,
     CreateSource,
     GetSource,
+    SyncNow,
+    SyncRuns,
     ListDocuments,
     Upload,
     UploadBulk,
@@ -190,10 +192,12 @@ enum Op {
     OpenApi,
 }
 
-const OPS: [Op; 25] = [
+const OPS: [Op; 27] = [
     Op::ListSources,
     Op::CreateSource,
     Op::GetSource,
+    Op::SyncNow,
+    Op::SyncRuns,
     Op::ListDocuments,
     Op::Upload,
     Op::UploadBulk,
@@ -225,6 +229,8 @@ impl Op {
             Op::ListSources => ("get", "/api/v1/sources"),
             Op::CreateSource => ("post", "/api/v1/sources"),
             Op::GetSource => ("get", "/api/v1/sources/{id}"),
+            Op::SyncNow => ("post", "/api/v1/sources/{id}/sync"),
+            Op::SyncRuns => ("get", "/api/v1/sources/{id}/syncs"),
             Op::ListDocuments => ("get", "/api/v1/sources/{id}/documents"),
             Op::Upload => ("post", "/api/v1/sources/{id}/documents/upload"),
             Op::UploadBulk => ("post", "/api/v1/sources/{id}/documents/upload-bulk"),
@@ -258,7 +264,12 @@ impl Op {
             | Op::ListWebhooks
             | Op::Version
             | Op::OpenApi => &[NoId],
-            Op::GetSource | Op::ListDocuments | Op::Upload | Op::UploadBulk => &[InA, InB, Missing],
+            Op::GetSource
+            | Op::SyncNow
+            | Op::SyncRuns
+            | Op::ListDocuments
+            | Op::Upload
+            | Op::UploadBulk => &[InA, InB, Missing],
             Op::GetDocument
             | Op::GetOriginal
             | Op::PatchDocument
@@ -278,11 +289,13 @@ impl Op {
             Op::Version | Op::OpenApi => None,
             Op::ListSources
             | Op::GetSource
+            | Op::SyncRuns
             | Op::ListDocuments
             | Op::GetDocument
             | Op::GetOriginal => Some(Permission::Read),
             Op::Search | Op::Generate => Some(Permission::Read),
             Op::CreateSource
+            | Op::SyncNow
             | Op::Upload
             | Op::UploadBulk
             | Op::PatchDocument
@@ -302,7 +315,7 @@ impl Op {
     fn success(self) -> StatusCode {
         match self {
             Op::CreateSource | Op::CreateWebhook => StatusCode::CREATED,
-            Op::Upload | Op::UploadBulk | Op::PutDocument => StatusCode::ACCEPTED,
+            Op::Upload | Op::UploadBulk | Op::PutDocument | Op::SyncNow => StatusCode::ACCEPTED,
             Op::DeleteDocument | Op::Reject | Op::DeleteWebhook => StatusCode::NO_CONTENT,
             _ => StatusCode::OK,
         }
@@ -363,6 +376,12 @@ fn expected(caller: Caller, op: Op, target: Target) -> Expected {
     };
     if level < needed || (op == Op::CreateSource && reach == Reach::OnlyA) {
         return refused(StatusCode::FORBIDDEN, "forbidden");
+    }
+    // The world's sources are network sources, which do not sync: one visible to the caller
+    // cannot be asked to sync (400), and lists no runs (200; the runs of syncing sources are
+    // tested in `syncs.rs`).
+    if op == Op::SyncNow && target.visible(reach) {
+        return refused(StatusCode::BAD_REQUEST, "bad_request");
     }
     if target.visible(reach) {
         Expected {

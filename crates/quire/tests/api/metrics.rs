@@ -18,7 +18,7 @@ fn refusing_address() -> (tokio::net::TcpSocket, std::net::SocketAddr) {
 }
 
 /// The value of the series `name` whose labels include every one of `labels`.
-fn value(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+pub(crate) fn value(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
     text.lines()
         .filter(|line| !line.starts_with('#'))
         .filter(|line| {

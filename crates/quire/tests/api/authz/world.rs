@@ -494,6 +494,17 @@ impl World {
                 Method::GET,
                 format!("/api/v1/sources/{}/documents", self.source_of(target)),
             ),
+            Op::SyncNow => {
+                json_body = Some(json!({}));
+                (
+                    Method::POST,
+                    format!("/api/v1/sources/{}/sync", self.source_of(target)),
+                )
+            }
+            Op::SyncRuns => (
+                Method::GET,
+                format!("/api/v1/sources/{}/syncs", self.source_of(target)),
+            ),
             Op::Upload | Op::UploadBulk => {
                 let count = if op == Op::Upload { 1 } else { 2 };
                 files = (0..count)

@@ -1,0 +1,305 @@
+//! Sources that sync: their origin settings, their runs (at most one running per source, which
+//! a unique index guarantees across processes and nodes) and the fingerprints of the items
+//! last taken.
+
+use chrono::{DateTime, Utc};
+use quire_core::{NewSource, SourceId, SourceRecord};
+
+use super::sql::{Cells, Query, Sql};
+use super::{Backend, sources};
+use crate::{NewSync, SourceSync, StoreError, StoreResult, SyncCounts, SyncRun};
+
+/// [`crate::Store::create_syncing_source`].
+pub(crate) async fn create_source<B: Backend>(
+    store: &B,
+    source: NewSource,
+    sync: NewSync,
+) -> StoreResult<SourceRecord> {
+    let mut tx = store.begin_write().await?;
+    let record = sources::insert::<B>(&mut *tx, &source).await?;
+    tx.execute(
+        Query::new(
+            "INSERT INTO source_syncs (source_id, kind, config, sealed_secret, interval_seconds,
+                                       next_run_at)
+             VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(source.id)
+        .bind(sync.kind.as_str())
+        .bind(sync.config.as_str())
+        .bind(sync.sealed_secret.as_deref())
+        .bind(sync.interval_seconds)
+        .bind(sync.next_run_at),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(record)
+}
+
+/// [`crate::Store::source_sync`].
+pub(crate) async fn get<B: Backend>(
+    store: &B,
+    source: SourceId,
+) -> StoreResult<Option<SourceSync>> {
+    let row = store
+        .read()
+        .await?
+        .fetch_optional(
+            Query::new(
+                "SELECT source_id, kind, config, sealed_secret, interval_seconds, next_run_at
+                 FROM source_syncs WHERE source_id = $1",
+            )
+            .bind(source),
+        )
+        .await?;
+    row.map(|row| {
+        Ok(SourceSync {
+            source_id: row.id("source_id")?,
+            kind: row.text("kind")?,
+            config: row.text("config")?,
+            sealed_secret: row.opt_text("sealed_secret")?,
+            interval_seconds: row.count("interval_seconds")?,
+            next_run_at: row.opt_time("next_run_at")?,
+        })
+    })
+    .transpose()
+}
+
+/// [`crate::Store::start_sync_run`].
+pub(crate) async fn start<B: Backend>(
+    store: &B,
+    source: SourceId,
+    id: uuid::Uuid,
+    node: &str,
+    now: DateTime<Utc>,
+) -> StoreResult<Option<SyncRun>> {
+    let mut tx = store.begin_write().await?;
+    let running = tx
+        .exists(
+            Query::new(format!(
+                "SELECT 1 FROM sync_runs WHERE source_id = $1 AND status = 'running' {}",
+                B::lock("FOR UPDATE")
+            ))
+            .bind(source),
+        )
+        .await?;
+    if running {
+        tx.rollback().await?;
+        return Ok(None);
+    }
+    // Two starts at once on two nodes: the unique index lets one in; the other sees a conflict.
+    let inserted = tx
+        .execute(
+            Query::new(
+                "INSERT INTO sync_runs (id, source_id, node, status, started_at)
+                 VALUES ($1, $2, $3, 'running', $4)",
+            )
+            .bind(id)
+            .bind(source)
+            .bind(node)
+            .bind(now),
+        )
+        .await;
+    match inserted {
+        Ok(_) => {}
+        Err(StoreError::Database(e)) if is_unique_violation(&e) => {
+            tx.rollback().await?;
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    }
+    tx.commit().await?;
+    Ok(Some(SyncRun {
+        id,
+        source_id: source,
+        status: "running".into(),
+        counts: SyncCounts::default(),
+        failures: "[]".into(),
+        error: None,
+        started_at: now,
+        finished_at: None,
+    }))
+}
+
+fn is_unique_violation(e: &sqlx::Error) -> bool {
+    e.as_database_error()
+        .is_some_and(|db| db.kind() == sqlx::error::ErrorKind::UniqueViolation)
+}
+
+/// [`crate::Store::finish_sync_run`].
+pub(crate) async fn finish<B: Backend>(
+    store: &B,
+    run: &SyncRun,
+    next_run_at: Option<DateTime<Utc>>,
+) -> StoreResult<()> {
+    let mut tx = store.begin_write().await?;
+    tx.execute(
+        Query::new(
+            "UPDATE sync_runs SET status = $1, added = $2, updated = $3, deleted = $4,
+                                  unchanged = $5, failed = $6, failures = $7, error = $8,
+                                  finished_at = $9
+             WHERE id = $10",
+        )
+        .bind(run.status.as_str())
+        .bind(run.counts.added)
+        .bind(run.counts.updated)
+        .bind(run.counts.deleted)
+        .bind(run.counts.unchanged)
+        .bind(run.counts.failed)
+        .bind(run.failures.as_str())
+        .bind(run.error.as_deref())
+        .bind(run.finished_at)
+        .bind(run.id),
+    )
+    .await?;
+    tx.execute(
+        Query::new("UPDATE source_syncs SET next_run_at = $1 WHERE source_id = $2")
+            .bind(next_run_at)
+            .bind(run.source_id),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The columns of a run, for [`run`].
+const RUN_COLUMNS: &str = "id, source_id, status, added, updated, deleted, unchanged, failed, \
+     failures, error, started_at, finished_at";
+
+fn run(row: &impl Cells) -> StoreResult<SyncRun> {
+    Ok(SyncRun {
+        id: row.uuid("id")?,
+        source_id: row.id("source_id")?,
+        status: row.text("status")?,
+        counts: SyncCounts {
+            added: row.count("added")?,
+            updated: row.count("updated")?,
+            deleted: row.count("deleted")?,
+            unchanged: row.count("unchanged")?,
+            failed: row.count("failed")?,
+        },
+        failures: row.text("failures")?,
+        error: row.opt_text("error")?,
+        started_at: row.time("started_at")?,
+        finished_at: row.opt_time("finished_at")?,
+    })
+}
+
+/// [`crate::Store::sync_runs`].
+pub(crate) async fn runs<B: Backend>(
+    store: &B,
+    source: SourceId,
+    limit: u32,
+) -> StoreResult<Vec<SyncRun>> {
+    let rows = store
+        .read()
+        .await?
+        .fetch_all(
+            Query::new(format!(
+                "SELECT {RUN_COLUMNS} FROM sync_runs WHERE source_id = $1
+                 ORDER BY started_at DESC, {} DESC LIMIT $2",
+                B::SEQ
+            ))
+            .bind(source)
+            .bind(limit),
+        )
+        .await?;
+    rows.iter().map(run).collect()
+}
+
+/// [`crate::Store::due_syncs`].
+pub(crate) async fn due<B: Backend>(store: &B, now: DateTime<Utc>) -> StoreResult<Vec<SourceId>> {
+    let rows = store
+        .read()
+        .await?
+        .fetch_all(
+            Query::new(
+                "SELECT s.source_id FROM source_syncs s
+                 WHERE s.next_run_at IS NOT NULL AND s.next_run_at <= $1
+                   AND NOT EXISTS (SELECT 1 FROM sync_runs r
+                                   WHERE r.source_id = s.source_id AND r.status = 'running')
+                 ORDER BY s.next_run_at",
+            )
+            .bind(now),
+        )
+        .await?;
+    rows.iter().map(|row| row.id("source_id")).collect()
+}
+
+/// [`crate::Store::fail_interrupted_sync_runs`].
+pub(crate) async fn fail_interrupted<B: Backend>(
+    store: &B,
+    node_prefix: Option<&str>,
+    now: DateTime<Utc>,
+) -> StoreResult<u64> {
+    store
+        .write()
+        .await?
+        .execute(
+            Query::new(
+                "UPDATE sync_runs SET status = 'failed', finished_at = $1,
+                                      error = 'interrupted: the server stopped during the run'
+                 WHERE status = 'running'
+                   AND (CAST($2 AS TEXT) IS NULL
+                        OR substr(node, 1, length(CAST($2 AS TEXT))) = CAST($2 AS TEXT))",
+            )
+            .bind(now)
+            .bind(node_prefix),
+        )
+        .await
+}
+
+/// [`crate::Store::sync_items`].
+pub(crate) async fn items<B: Backend>(
+    store: &B,
+    source: SourceId,
+) -> StoreResult<Vec<(String, String)>> {
+    let rows = store
+        .read()
+        .await?
+        .fetch_all(
+            Query::new(
+                "SELECT external_id, fingerprint FROM sync_items WHERE source_id = $1
+                 ORDER BY external_id",
+            )
+            .bind(source),
+        )
+        .await?;
+    rows.iter()
+        .map(|row| Ok((row.text("external_id")?, row.text("fingerprint")?)))
+        .collect()
+}
+
+/// [`crate::Store::set_sync_item`]: `None` forgets the item.
+pub(crate) async fn set_item<B: Backend>(
+    store: &B,
+    source: SourceId,
+    external_id: &str,
+    fingerprint: Option<&str>,
+) -> StoreResult<()> {
+    let mut conn = store.write().await?;
+    match fingerprint {
+        Some(fingerprint) => {
+            conn.execute(
+                Query::new(
+                    "INSERT INTO sync_items (source_id, external_id, fingerprint)
+                     VALUES ($1, $2, $3)
+                     ON CONFLICT (source_id, external_id) DO UPDATE
+                     SET fingerprint = excluded.fingerprint",
+                )
+                .bind(source)
+                .bind(external_id)
+                .bind(fingerprint),
+            )
+            .await?
+        }
+        None => {
+            conn.execute(
+                Query::new("DELETE FROM sync_items WHERE source_id = $1 AND external_id = $2")
+                    .bind(source)
+                    .bind(external_id),
+            )
+            .await?
+        }
+    };
+    Ok(())
+}
