@@ -145,7 +145,13 @@ async fn the_first_start_fetches_the_model_and_turns_hybrid_search_on() {
         ("QUIRE_MODEL_HUB_URL", hub),
         ("QUIRE_EMBEDDING_ONNXRUNTIME_LIBRARY", library),
     ];
-    let key = key_from_cli(data.path(), crate::helpers::store_env(data.path()), &[]).await;
+    // The test polls searches until the model is there: far beyond the default rate limit.
+    let key = key_from_cli(
+        data.path(),
+        crate::helpers::store_env(data.path()),
+        &["--rate-limit", "1000000"],
+    )
+    .await;
     // A node of a shared store fetches before it serves (the nodes must agree on the model):
     // nothing to hold back there.
     let shared = crate::helpers::store_url_for(data.path()).is_some();

@@ -75,12 +75,11 @@ async fn wait_until(
 
 /// The contents of the results for `query` that belong to document `doc`.
 async fn found(server: &TestServer, key: &str, query: &str, doc: &str) -> Vec<String> {
-    let response = body(
-        server
-            .search(key, json!({"query": query, "limit": 10}))
-            .await,
-    )
-    .await;
+    let response = server
+        .search(key, json!({"query": query, "limit": 10}))
+        .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let response = body(response).await;
     response["results"]
         .as_array()
         .unwrap()
@@ -347,7 +346,14 @@ async fn put_makes_a_version_and_a_failing_one_leaves_the_live_one() {
 #[tokio::test]
 async fn a_switch_never_leaves_the_document_missing_or_found_twice() {
     let server = Arc::new(TestServer::start().await);
-    let key = server.key(Permission::ReadWrite).await;
+    // Searches run back to back until the switch: far beyond the default rate limit.
+    let key = server
+        .key_with(
+            Permission::ReadWrite,
+            quire_core::SourceScope::All,
+            Some(1_000_000),
+        )
+        .await;
     let source = server.create_source(&key, "Notes").await;
     let doc = server
         .upload_ok(
