@@ -25,6 +25,13 @@ const MAX_INTERVAL_SECONDS: u64 = 7 * 24 * 3600;
 const DEFAULT_INTERVAL_SECONDS: u64 = 3600;
 /// Runs a listing shows at most.
 pub const MAX_LISTED_RUNS: u32 = 100;
+/// Counter of ended sync runs, by `status` (`succeeded`, `failed`).
+pub const SYNC_RUNS: &str = "quire_sync_runs_total";
+/// Counter of items sync runs handled, by `outcome` (`added`, `updated`, `deleted`,
+/// `unchanged`, `failed`).
+pub const SYNC_ITEMS: &str = "quire_sync_items_total";
+/// Counter of bytes sync runs fetched from their origins.
+pub const SYNC_BYTES: &str = "quire_sync_fetched_bytes_total";
 
 /// What syncing needs from the operator: where folders may be read, the key that seals
 /// credentials, and this node's name (each run records the node that runs it).
@@ -406,6 +413,16 @@ async fn carry_out(services: &Services, mut run: SyncRun) {
         ),
         _ => None,
     };
+    metrics::counter!(SYNC_RUNS, "status" => run.status.clone()).increment(1);
+    for (outcome, count) in [
+        ("added", run.counts.added),
+        ("updated", run.counts.updated),
+        ("deleted", run.counts.deleted),
+        ("unchanged", run.counts.unchanged),
+        ("failed", run.counts.failed),
+    ] {
+        metrics::counter!(SYNC_ITEMS, "outcome" => outcome).increment(count);
+    }
     if let Err(e) = services.store.finish_sync_run(&run, next).await {
         tracing::error!(%source, error = %e, "could not record the end of a sync run");
     }
@@ -534,6 +551,7 @@ async fn take(
             Ok(refused) => refused,
             Err(e) => AppError::Invalid(format!("could not be read: {e}")),
         })?;
+    metrics::counter!(SYNC_BYTES).increment(upload.staged.size);
     upload.external_id = Some(external_id);
     upload.metadata = Some(
         Metadata::from_json(&Value::Object(item.metadata.clone()))

@@ -183,6 +183,19 @@ fn describe() {
         "Time of a rerank request, whatever its outcome"
     );
     describe_counter!(
+        quire_app::syncs::SYNC_RUNS,
+        "Sync runs of folder and S3 sources that ended, by status (succeeded, failed)"
+    );
+    describe_counter!(
+        quire_app::syncs::SYNC_ITEMS,
+        "Items sync runs handled, by outcome (added, updated, deleted, unchanged, failed)"
+    );
+    describe_counter!(
+        quire_app::syncs::SYNC_BYTES,
+        Unit::Bytes,
+        "Bytes sync runs fetched from their origins"
+    );
+    describe_counter!(
         "quire_webhook_deliveries_total",
         "Webhook delivery attempts, by outcome (success, rejected, unreachable)"
     );

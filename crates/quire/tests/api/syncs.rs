@@ -62,7 +62,11 @@ async fn a_folder_source_fills_itself_and_follows_the_folders_changes() {
     write(&docs, "skip.tmp", "scratch");
     write(&docs, ".hidden.md", "# Hidden\n");
     let roots = vec![root.path().to_path_buf()];
-    let server = TestServer::start_with(move |c| c.connectors.folder_roots = roots).await;
+    let server = TestServer::start_with(move |c| {
+        c.connectors.folder_roots = roots;
+        c.metrics.bind = Some("127.0.0.1:0".into());
+    })
+    .await;
     let admin = server.key(Permission::Admin).await;
     let writer = server.key(Permission::ReadWrite).await;
     let request = json!({"name": "Handbook", "type": "folder",
@@ -156,6 +160,23 @@ async fn a_folder_source_fills_itself_and_follows_the_folders_changes() {
     )
     .await;
     assert_eq!(found["results"][0]["document"]["id"], pumps, "{found}");
+
+    // Prometheus counts the runs, their items and the bytes fetched (the counters are the
+    // test process's, shared with the other tests: at least this test's own).
+    let metrics = server.metrics_addr.expect("metrics.bind is set");
+    let text = reqwest::get(format!("http://{metrics}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let value = |name: &str, labels: &[(&str, &str)]| {
+        crate::metrics::value(&text, name, labels).unwrap_or_else(|| panic!("{name}: {text}"))
+    };
+    assert!(value("quire_sync_runs_total", &[("status", "succeeded")]) >= 2.0);
+    assert!(value("quire_sync_items_total", &[("outcome", "added")]) >= 4.0);
+    assert!(value("quire_sync_items_total", &[("outcome", "deleted")]) >= 1.0);
+    assert!(value("quire_sync_fetched_bytes_total", &[]) > 100.0);
 
     // The detail shows the last run and no next one (on demand only).
     let detail = body(server.get(&admin, &format!("/api/v1/sources/{id}")).await).await;
