@@ -78,6 +78,7 @@ pub fn router(state: Services) -> Router {
             get(pages::sources::list).post(pages::sources::create),
         )
         .route("/admin/sources/{id}", get(pages::sources::show))
+        .route("/admin/sources/{id}/sync", post(pages::sources::sync_now))
         .route(
             "/admin/sources/{id}/statuses",
             get(pages::sources::statuses),

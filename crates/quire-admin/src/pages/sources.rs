@@ -12,7 +12,7 @@ use maud::{Markup, html};
 use quire_app::records::{DocumentProgress, ProcessingStage};
 use quire_app::sources::SourceSpec;
 use quire_app::uploads::{self, PartError, clean_file_name};
-use quire_app::{Actor, AppError, documents, sources};
+use quire_app::{Actor, AppError, documents, sources, syncs};
 use quire_core::{
     DocumentId, DocumentRecord, DocumentStatus, SourceDescription, SourceId, SourceName,
     SourceRecord, SourceScope, SourceType,
@@ -260,9 +260,13 @@ pub(crate) async fn show(
     };
     let progress = progress_of(&state, &docs).await?;
     let max = human_size(state.app.max_upload_bytes());
+    let sync = syncs::view(&state.app, &SourceScope::All, source.id).await?;
     let body = html! {
         h1 { (source.name) }
         p class="muted" { (source.description) }
+        @if let Some(sync) = &sync {
+            (sync_section(&source, sync, &signed.csrf))
+        }
         h2 { "Documents" }
         (documents_table(&source, &docs, &progress))
         h2 { "Upload" }
@@ -277,6 +281,79 @@ pub(crate) async fn show(
         (back("/admin/sources", "Back to the sources"))
     };
     Ok(page(NAV, &source.name, &signed.csrf, body).into_response())
+}
+
+/// A syncing source's settings (never its credential), last run and next run, and the form
+/// that starts a run now.
+fn sync_section(source: &SourceRecord, sync: &syncs::SyncView, csrf: &str) -> Markup {
+    html! {
+        h2 { "Sync" }
+        div class="table" {
+            table id="sync" {
+                tbody {
+                    tr { th scope="row" { "Type" } td { (source.source_type) } }
+                    tr {
+                        th scope="row" { "Settings" }
+                        td { code { (serde_json::Value::Object(sync.settings.clone())) } }
+                    }
+                    tr {
+                        th scope="row" { "Credentials" }
+                        td { @if sync.has_secret { "stored (never shown)" } @else { "none" } }
+                    }
+                    tr {
+                        th scope="row" { "Last run" }
+                        td id="last-run" {
+                            @match &sync.last_run {
+                                Some(run) => {
+                                    (run.status) ", " (time(run.started_at)) ": "
+                                    (run.counts.added) " added, " (run.counts.updated) " updated, "
+                                    (run.counts.deleted) " deleted, " (run.counts.unchanged)
+                                    " unchanged, " (run.counts.failed) " failed"
+                                    @if let Some(error) = &run.error { " (" (error) ")" }
+                                },
+                                None => { "none yet" },
+                            }
+                        }
+                    }
+                    tr {
+                        th scope="row" { "Next run" }
+                        td {
+                            @match sync.next_run_at {
+                                Some(at) => { (time(at)) },
+                                None => { "on demand" },
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        form method="post" action={ "/admin/sources/" (source.id) "/sync" } id="sync-now" class="card" {
+            (csrf_field(csrf))
+            button type="submit" id="sync-button" { "Sync now" }
+        }
+    }
+}
+
+/// POST /admin/sources/{id}/sync: starts a run of a syncing source now (a run already under
+/// way is left to finish).
+pub(crate) async fn sync_now(
+    State(state): State<AdminState>,
+    signed: Signed,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, AdminError> {
+    let form = Form::parse(&body);
+    if !signed.csrf_ok(&form) {
+        return Ok(csrf_refused());
+    }
+    let Some(source) = source_of(&state, &id).await? else {
+        return Ok(not_found(&signed, "source"));
+    };
+    match syncs::start(&state.app, &Actor::Admin, source.id).await {
+        Ok(_) | Err(AppError::Conflict(_)) => {}
+        Err(e) => return Err(e.into()),
+    }
+    Ok(Redirect::to(&format!("/admin/sources/{}", source.id)).into_response())
 }
 
 /// GET /admin/sources/{id}/statuses: `{documentId: {status, error, chunkCount, progress}}`

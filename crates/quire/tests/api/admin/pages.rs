@@ -835,3 +835,85 @@ async fn a_documents_versions_are_shown_and_the_playground_filters() {
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
     assert!(response.text().await.unwrap().contains("$gtt"));
 }
+
+/// A syncing source's page shows its settings (never its credential) and its last run, and
+/// "Sync now" starts another run.
+#[tokio::test]
+async fn a_syncing_sources_page_shows_its_runs_and_syncs_on_demand() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("a.md"), "# A\n\nAlpha.\n").unwrap();
+    let roots = vec![root.path().to_path_buf()];
+    let server = TestServer::start_with(move |c| c.connectors.folder_roots = roots).await;
+    set_password(&server, PASSWORD).await;
+    let (cookie, csrf) = sign_in(&server).await;
+    let admin = server.key(quire_core::Permission::Admin).await;
+    let created: Value = crate::helpers::body(
+        server
+            .post_json(
+                &admin,
+                "/api/v1/sources",
+                &serde_json::json!({"name": "Folder", "type": "folder",
+                    "sync": {"path": root.path(), "intervalSeconds": 0}}),
+            )
+            .await,
+    )
+    .await;
+    let id = created["id"].as_str().unwrap().to_owned();
+    let server_ref = &server;
+    let runs = || {
+        let (admin, id) = (admin.clone(), id.clone());
+        async move {
+            let runs: Value = crate::helpers::body(
+                server_ref
+                    .get(&admin, &format!("/api/v1/sources/{id}/syncs"))
+                    .await,
+            )
+            .await;
+            runs.as_array()
+                .unwrap()
+                .iter()
+                .filter(|r| r["status"] != "running")
+                .count()
+        }
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while runs().await < 1 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the first run never ended"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let page = text(&server, &format!("/admin/sources/{id}"), &cookie).await;
+    assert!(page.contains(r#"<table id="sync">"#), "{page}");
+    assert!(
+        page.contains("succeeded") && page.contains("1 added"),
+        "{page}"
+    );
+    assert!(page.contains("on demand"), "{page}");
+
+    let response = post_form(
+        &server,
+        &format!("/admin/sources/{id}/sync"),
+        &cookie,
+        &[("csrf", &csrf)],
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert_eq!(location(&response), format!("/admin/sources/{id}"));
+    while runs().await < 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the second run never ended"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let response = post_form(
+        &server,
+        &format!("/admin/sources/{id}/sync"),
+        &cookie,
+        &[("csrf", "wrong")],
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+}
