@@ -450,14 +450,14 @@ async fn killing_the_server_during_version_switches_leaves_one_live_version() {
     for i in 0..VERSIONED {
         ids.insert(upload(i, "first").await, i);
     }
-    let started = Instant::now();
-    while unfinished(&documents(&client, &server, &key, &source).await) > 0 {
-        assert!(
-            started.elapsed() < Duration::from_secs(90),
-            "first versions never ready"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    crate::helpers::poll(
+        Duration::from_secs(90),
+        "the first versions ready",
+        || async {
+            (unfinished(&documents(&client, &server, &key, &source).await) == 0).then_some(())
+        },
+    )
+    .await;
     for i in 0..VERSIONED {
         let id = upload(i, "second").await;
         assert_eq!(ids.get(&id), Some(&i), "the same document");
@@ -490,22 +490,15 @@ async fn killing_the_server_during_version_switches_leaves_one_live_version() {
     );
 
     // Every document ends on its second version, and nothing else is left to do.
-    let started = Instant::now();
-    let docs = loop {
+    let docs = crate::helpers::poll(Duration::from_secs(90), "the versions switched", || async {
         let docs = documents(&client, &server, &key, &source).await;
-        let done =
-            docs.as_array().unwrap().iter().all(|d| {
-                d["version"] == 2 && d["status"] == "ready" && d.get("nextVersion").is_none()
-            });
-        if done {
-            break docs;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(90),
-            "versions never switched: {docs}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+        docs.as_array()
+            .unwrap()
+            .iter()
+            .all(|d| d["version"] == 2 && d["status"] == "ready" && d.get("nextVersion").is_none())
+            .then_some(docs)
+    })
+    .await;
     assert_eq!(docs.as_array().unwrap().len(), VERSIONED, "{docs}");
     for (id, i) in &ids {
         let detail: Value = client

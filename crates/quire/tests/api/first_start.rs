@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::extract::{Path as UrlPath, State};
 use axum::http::StatusCode;
@@ -119,14 +119,11 @@ async fn until<F: std::future::Future<Output = bool>>(
     what: &str,
     mut check: impl FnMut() -> F,
 ) {
-    let started = Instant::now();
-    while !check().await {
-        assert!(
-            started.elapsed() < limit,
-            "{what} did not happen within {limit:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    crate::helpers::poll(limit, what, || {
+        let checked = check();
+        async move { checked.await.then_some(()) }
+    })
+    .await
 }
 
 #[tokio::test]

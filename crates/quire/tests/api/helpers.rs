@@ -442,3 +442,23 @@ pub async fn successful_stdout(command: &mut tokio::process::Command) -> String 
     );
     stdout
 }
+
+/// Polls `check` every 20 ms until it yields a value, which it returns; fails the test after
+/// `limit`, saying `what` never happened. The one loop the tests wait for a state with.
+pub async fn poll<T, F: std::future::Future<Output = Option<T>>>(
+    limit: Duration,
+    what: &str,
+    mut check: impl FnMut() -> F,
+) -> T {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what} did not happen within {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

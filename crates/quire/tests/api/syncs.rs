@@ -18,8 +18,7 @@ async fn create(server: &TestServer, key: &str, request: Value) -> reqwest::Resp
 
 /// Polls the source's runs until the newest has ended; returns it.
 async fn finished_run(server: &TestServer, key: &str, source: &str, runs_before: usize) -> Value {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
+    crate::helpers::poll(Duration::from_secs(30), "the run's end", || async {
         let runs = body(
             server
                 .get(key, &format!("/api/v1/sources/{source}/syncs"))
@@ -27,15 +26,9 @@ async fn finished_run(server: &TestServer, key: &str, source: &str, runs_before:
         )
         .await;
         let runs = runs.as_array().unwrap().clone();
-        if runs.len() > runs_before && runs[0]["status"] != "running" {
-            return runs[0].clone();
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no run ended: {runs:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        (runs.len() > runs_before && runs[0]["status"] != "running").then(|| runs[0].clone())
+    })
+    .await
 }
 
 fn write(dir: &Path, name: &str, text: &str) {

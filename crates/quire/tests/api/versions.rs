@@ -59,18 +59,11 @@ async fn wait_until(
     what: &str,
     done: impl Fn(&Value) -> bool,
 ) -> Value {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
+    crate::helpers::poll(Duration::from_secs(20), what, || async {
         let current = body(server.get(key, path).await).await;
-        if done(&current) {
-            return current;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never {what}: {current}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        done(&current).then_some(current)
+    })
+    .await
 }
 
 /// The contents of the results for `query` that belong to document `doc`.

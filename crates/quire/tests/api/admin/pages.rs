@@ -787,14 +787,15 @@ async fn a_documents_versions_are_shown_and_the_playground_filters() {
         .await
         .unwrap();
     let api_path = format!("/api/v1/sources/{source}/documents/{doc}");
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
-    while crate::helpers::body(server.get(&key, &api_path).await).await["version"] != 2 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "version 2 never live"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    crate::helpers::poll(
+        std::time::Duration::from_secs(20),
+        "version 2 live",
+        || async {
+            (crate::helpers::body(server.get(&key, &api_path).await).await["version"] == 2)
+                .then_some(())
+        },
+    )
+    .await;
     let page = text(&server, &format!("/admin/documents/{doc}"), &cookie).await;
     assert!(page.contains("wiki/boilers"), "{page}");
     assert!(page.contains(r#"<table id="versions">"#), "{page}");
@@ -876,14 +877,14 @@ async fn a_syncing_sources_page_shows_its_runs_and_syncs_on_demand() {
                 .count()
         }
     };
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while runs().await < 1 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the first run never ended"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let ended = |count: usize| {
+        crate::helpers::poll(
+            Duration::from_secs(30),
+            "a sync run's end",
+            move || async move { (runs().await >= count).then_some(()) },
+        )
+    };
+    ended(1).await;
     let page = text(&server, &format!("/admin/sources/{id}"), &cookie).await;
     assert!(page.contains(r#"<table id="sync">"#), "{page}");
     assert!(
@@ -901,13 +902,7 @@ async fn a_syncing_sources_page_shows_its_runs_and_syncs_on_demand() {
     .await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
     assert_eq!(location(&response), format!("/admin/sources/{id}"));
-    while runs().await < 2 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the second run never ended"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    ended(2).await;
     let response = post_form(
         &server,
         &format!("/admin/sources/{id}/sync"),
