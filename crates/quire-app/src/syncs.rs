@@ -467,6 +467,15 @@ async fn sync_once(services: &Services, run: &mut SyncRun) -> Result<(), AppErro
         .into_iter()
         .collect();
     let actor = Actor::Sync { source };
+    // The source's documents by external id, read once for the whole run.
+    let documents: HashMap<String, quire_core::DocumentId> = services
+        .store
+        .list_documents(&SourceScope::All, source)
+        .await?
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|d| Some((d.external_id?.as_str().to_owned(), d.id)))
+        .collect();
     let mut failures: BTreeMap<String, String> = BTreeMap::new();
     let mut counts = SyncCounts::default();
     let mut seen = std::collections::HashSet::new();
@@ -479,11 +488,7 @@ async fn sync_once(services: &Services, run: &mut SyncRun) -> Result<(), AppErro
                 continue;
             }
         };
-        let exists = services
-            .store
-            .find_document_by_external_id(&SourceScope::All, source, &external_id)
-            .await?
-            .is_some();
+        let exists = documents.contains_key(&item.external_id);
         if exists && known.get(&item.external_id) == Some(&item.fingerprint) {
             counts.unchanged += 1;
             continue;
@@ -503,14 +508,11 @@ async fn sync_once(services: &Services, run: &mut SyncRun) -> Result<(), AppErro
             .await?;
     }
     for gone in known.keys().filter(|k| !seen.contains(*k)) {
-        if let Ok(external_id) = ExternalId::parse(gone)
-            && let Some(document) = services
-                .store
-                .find_document_by_external_id(&SourceScope::All, source, &external_id)
-                .await?
-        {
-            match crate::documents::delete(services, &actor, source, document.id).await {
+        if let Some(document) = documents.get(gone) {
+            match crate::documents::delete(services, &actor, source, *document).await {
                 Ok(_) => counts.deleted += 1,
+                // Deleted by someone else since the run began: gone either way.
+                Err(AppError::NotFound(_)) => {}
                 Err(e) => {
                     failures.insert(gone.clone(), e.to_string());
                     continue;

@@ -172,19 +172,11 @@ async fn finish_one<B: Backend>(
     let row = conn.fetch_one(updated).await?;
     let source: SourceId = row.id("source_id")?;
     if switch {
-        conn.execute(
-            Query::new(
-                "UPDATE document_versions SET status = $1, updated_at = $2
-                 WHERE document_id = $3 AND version = $4",
-            )
-            .bind(VersionStatus::Superseded.as_str())
-            .bind(now)
-            .bind(job.document_id)
-            .bind(live),
-        )
-        .await?;
+        let replaced = (job.document_id, live);
+        set_version_status(conn, replaced, VersionStatus::Superseded, None, now).await?;
     }
-    set_version_status(conn, job, VersionStatus::Ready, None, now).await?;
+    let this = (job.document_id, job.version);
+    set_version_status(conn, this, VersionStatus::Ready, None, now).await?;
     // A retried job may have stored chunks before; replace them. Only the previous version's
     // chunks stay beside the new ones.
     let kept = if switch { Some(live_index) } else { None };
@@ -237,7 +229,8 @@ pub(crate) async fn fail<B: Backend>(
         tx.rollback().await?;
         return Ok(FinishOutcome::DocumentGone);
     };
-    set_version_status(&mut *tx, job, VersionStatus::Failed, Some(error), now).await?;
+    let this = (job.document_id, job.version);
+    set_version_status(&mut *tx, this, VersionStatus::Failed, Some(error), now).await?;
     // A version that fails while another is live leaves the live one searchable.
     if live == job.version {
         tx.execute(
@@ -311,10 +304,10 @@ pub(crate) async fn lost_or_gone(
     })
 }
 
-/// Sets the status (and error) of one version of a document.
+/// Sets the status (and error) of version `version` of `document`.
 pub(crate) async fn set_version_status(
     conn: &mut impl Sql,
-    job: &ClaimedJob,
+    (document, version): (DocumentId, u32),
     status: VersionStatus,
     error: Option<&str>,
     now: DateTime<Utc>,
@@ -327,8 +320,8 @@ pub(crate) async fn set_version_status(
         .bind(status.as_str())
         .bind(error)
         .bind(now)
-        .bind(job.document_id)
-        .bind(job.version),
+        .bind(document)
+        .bind(version),
     )
     .await?;
     Ok(())

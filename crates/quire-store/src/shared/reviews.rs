@@ -34,7 +34,15 @@ pub(crate) async fn hold<B: Backend>(
         tx.rollback().await?;
         return Ok(FinishOutcome::DocumentGone);
     };
-    jobs::set_version_status(&mut *tx, job, VersionStatus::PendingReview, None, now).await?;
+    let held_version = (job.document_id, job.version);
+    jobs::set_version_status(
+        &mut *tx,
+        held_version,
+        VersionStatus::PendingReview,
+        None,
+        now,
+    )
+    .await?;
     // A newer version held for review leaves the live one searchable.
     if live == job.version {
         tx.execute(
