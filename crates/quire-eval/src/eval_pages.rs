@@ -152,6 +152,8 @@ pub struct CitationScores {
     pub evidence_document: f64,
     /// Share of answers citing no passage.
     pub nothing: f64,
+    /// How long each whole answer took.
+    pub times: Vec<Duration>,
 }
 
 /// Answers every question about an ingested document as a generate call would (queue,
@@ -167,11 +169,14 @@ pub async fn answer_citations(
     let mut progress = Progress::new("answers", u64::try_from(asked.len()).unwrap_or(u64::MAX));
     let (mut page, mut document, mut nothing) = (0.0, 0.0, 0.0);
     let mut generator = String::new();
+    let mut times = Vec::with_capacity(asked.len());
     for (q, evidence) in &asked {
+        let started = Instant::now();
         let answer =
             quire_app::answers::answer_collected(state, key, &SourceScope::All, &q.text, None)
                 .await
                 .map_err(|message| anyhow::anyhow!("answering {:?}: {message}", q.text))?;
+        times.push(started.elapsed());
         generator = answer.generator;
         let cited: Vec<Page> = answer
             .citations
@@ -195,6 +200,7 @@ pub async fn answer_citations(
         evidence_page: page / n,
         evidence_document: document / n,
         nothing: nothing / n,
+        times,
     })
 }
 
@@ -228,7 +234,7 @@ fn with_evidence<'q>(
 
 /// Ingests `files` unless the data directory already holds them; returns the file name of
 /// each ready document by id.
-async fn ingest_directory(
+pub(crate) async fn ingest_directory(
     parts: &Parts,
     files: &[PathBuf],
     data_dir: &Path,
@@ -392,7 +398,7 @@ fn file_name(path: &Path) -> String {
 }
 
 /// The regular files directly in `dir`, by name.
-fn document_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+pub(crate) fn document_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for entry in
         std::fs::read_dir(dir).with_context(|| format!("could not read {}", dir.display()))?

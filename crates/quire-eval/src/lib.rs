@@ -14,6 +14,7 @@ pub mod bench_queries;
 mod bench_server;
 pub mod bench_vectors;
 pub mod eval;
+pub mod eval_answers;
 pub mod eval_ocr;
 pub mod eval_pages;
 pub mod eval_pii;

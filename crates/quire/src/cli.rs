@@ -16,7 +16,8 @@ use tracing_subscriber::EnvFilter;
 
 use quire_eval::{
     bench, bench_cluster, bench_embed, bench_filters, bench_fuzz, bench_generate, bench_ingest,
-    bench_queries, bench_vectors, eval, eval_ocr, eval_pages, eval_pii, eval_retrieval,
+    bench_queries, bench_vectors, eval, eval_answers, eval_ocr, eval_pages, eval_pii,
+    eval_retrieval,
 };
 use quire_server::{Config, Overrides, open_store};
 
@@ -209,6 +210,10 @@ enum EvalCommand {
     /// Ingest a directory of documents, ask page-labelled questions (own JSONL or
     /// FinanceBench's); report page recall@1/5/10, document recall@10 and search latency.
     Pages(eval_pages::PagesEvalArgs),
+    /// Ingest a question set's contexts, ask every question as `POST /api/v1/generate` would;
+    /// report answers with a gold answer and its citation, abstentions on unanswerable
+    /// questions (SQuAD 2.0) or cited evidence pages (FinanceBench), and answer latency.
+    Answers(eval_answers::AnswersEvalArgs),
     /// Personal-data detection: per-type precision/recall on a labelled set, how many ordinary
     /// documents each review policy would hold, and detector throughput.
     Pii(eval_pii::PiiEvalArgs),
@@ -420,6 +425,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         } => {
             init_logging(&config, "warn");
             eval_pages::pages(&config, args).await
+        }
+        Command::Eval {
+            command: EvalCommand::Answers(args),
+        } => {
+            init_logging(&config, "warn");
+            eval_answers::answers(&config, args).await
         }
         Command::Bench {
             command: BenchCommand::Search(args),

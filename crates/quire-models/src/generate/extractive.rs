@@ -11,12 +11,13 @@
 //! and any that matches too little of the question to be an answer (the top-ranked passage
 //! needs less).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use async_trait::async_trait;
 
 use super::relevance::{Match, Query, Scorer};
 use super::sentences::split_sentences;
+use super::support::{Demands, DocumentWords, Support};
 use super::terms::terms;
 use super::{GenerateError, Generator, Grounding, Passage, TextStream, Turn};
 
@@ -112,6 +113,10 @@ impl Extractive {
             return Vec::new();
         }
         let candidates = candidates(&grounding.passages);
+        let texts: HashMap<(usize, usize), String> = candidates
+            .iter()
+            .map(|c| ((c.passage, c.order), c.text.clone()))
+            .collect();
         let scorer = Scorer::new(&query, candidates.iter().map(|c| c.terms.as_slice()));
         let contexts: Vec<Vec<String>> = grounding.passages.iter().map(context_terms).collect();
         // A follow-up was searched together with the previous question, so the passages'
@@ -125,33 +130,66 @@ impl Extractive {
             .iter()
             .map(|c| scorer.score(&c.terms, &contexts[c.passage]))
             .collect();
+        let demands = Demands::of(&grounding.question);
+        let documents = document_words(&grounding.passages);
+        let retrieved = DocumentWords::of(
+            grounding
+                .passages
+                .iter()
+                .flat_map(|p| [p.document_name.as_str(), p.content.as_str()]),
+        );
+        let supported: Vec<Support> = candidates
+            .iter()
+            .map(|c| {
+                let passage = &grounding.passages[c.passage];
+                demands.support(
+                    &c.text,
+                    &documents[passage.document_name.as_str()],
+                    &retrieved,
+                )
+            })
+            .collect();
         // The best sentence of the top-ranked passage needs less of the question's words.
         let top = (0..candidates.len())
             .filter(|&n| candidates[n].passage == 0)
             .max_by(|&a, &b| found[a].score.total_cmp(&found[b].score).then(b.cmp(&a)));
-        let mut scored: Vec<(f32, Candidate)> = candidates
+        let mut scored: Vec<(f32, Candidate, Support)> = candidates
             .into_iter()
             .zip(found)
             .enumerate()
             .filter_map(|(n, (c, found))| {
-                self.is_relevant(found, Some(n) == top)
-                    .then(|| (found.score * priors[c.passage] * tone(&c.text), c))
+                self.is_relevant(found, Some(n) == top).then(|| {
+                    (
+                        found.score * priors[c.passage] * tone(&c.text),
+                        c,
+                        supported[n],
+                    )
+                })
             })
             .collect();
         // Best first; ties go to the earlier passage and sentence, so the output is stable.
-        scored.sort_by(|(a, x), (b, y)| {
+        scored.sort_by(|(a, x, _), (b, y, _)| {
             b.total_cmp(a)
                 .then(x.passage.cmp(&y.passage))
                 .then(x.order.cmp(&y.order))
         });
-        let best = scored.first().map_or(0.0, |(score, _)| *score);
+        // The floor is set by the best match, supported or not: when the sentences that match
+        // the question best cannot answer it, a weak match that can is a coincidence.
+        let best = scored.first().map_or(0.0, |(score, _, _)| *score);
         let document = |c: &Candidate| grounding.passages[c.passage].document_name.as_str();
         let mut chosen: Vec<Candidate> = Vec::new();
         // Sentences of a document already quoted, kept for when no other document has any.
         let mut held: Vec<Candidate> = Vec::new();
-        for (score, candidate) in scored {
+        for (score, candidate, supported) in scored {
             if chosen.len() == self.settings.max_sentences || score < RELATIVE_FLOOR * best {
                 break;
+            }
+            match supported {
+                Support::Supported => {}
+                // The best match's document does not say what the question says: the
+                // question is about something else, and weaker matches are coincidences.
+                Support::Contradicted if chosen.is_empty() && held.is_empty() => break,
+                Support::Contradicted | Support::Unfit => continue,
             }
             if chosen.iter().all(|c| overlap(c, &candidate) <= MAX_OVERLAP) {
                 let quoted = chosen
@@ -175,6 +213,15 @@ impl Extractive {
                 chosen.push(candidate);
             }
         }
+        // A quote goes on into the next sentence when that one refers back to it ("His
+        // orders were …"): the answer is often there.
+        for quote in &mut chosen {
+            if let Some(next) = texts.get(&(quote.passage, quote.order + 1))
+                && refers_back(next)
+            {
+                quote.text = format!("{} {next}", quote.text);
+            }
+        }
         // Relevance order, best first (one quote per document, then the held ones): the reader
         // (often an agent) takes the first quote as the answer, and grouping by passage in
         // document order would open with whatever precedes it ("The pump is not
@@ -193,6 +240,21 @@ impl Extractive {
             vouched && (found.terms >= 2 || found.key) && found.coverage >= needed * TOP_GATE_SHARE;
         found.score > 0.0 && (strict || relaxed)
     }
+}
+
+/// Openings of a sentence that goes on about the one before it.
+const REFERRING_OPENINGS: &[&str] = &[
+    "he", "her", "his", "it", "its", "she", "such", "that", "their", "these", "they", "this",
+    "those",
+];
+
+/// Whether `sentence` opens by referring back to the sentence before it.
+fn refers_back(sentence: &str) -> bool {
+    super::terms::raw_words(sentence).next().is_some_and(|w| {
+        REFERRING_OPENINGS
+            .binary_search(&w.to_lowercase().as_str())
+            .is_ok()
+    })
 }
 
 /// A sentence that may be quoted.
@@ -222,6 +284,22 @@ fn candidates(passages: &[Passage]) -> Vec<Candidate> {
         }
     }
     candidates
+}
+
+/// The words of each document's retrieved passages and of its name, by document name: where
+/// a question's names and numbers are looked for.
+fn document_words(passages: &[Passage]) -> HashMap<&str, DocumentWords> {
+    let mut texts: HashMap<&str, Vec<&str>> = HashMap::new();
+    for passage in passages {
+        texts
+            .entry(passage.document_name.as_str())
+            .or_insert_with(|| vec![passage.document_name.as_str()])
+            .push(passage.content.as_str());
+    }
+    texts
+        .into_iter()
+        .map(|(name, texts)| (name, DocumentWords::of(texts)))
+        .collect()
 }
 
 /// Terms of the passage's section and document name (without extension), which often name

@@ -13,6 +13,7 @@ mod prompt;
 mod relevance;
 mod sentences;
 mod sse;
+mod support;
 mod terms;
 
 pub use extractive::{Extractive, ExtractiveSettings, NO_ANSWER};

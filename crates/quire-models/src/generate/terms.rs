@@ -55,6 +55,11 @@ pub(super) fn term(word: &str) -> Option<String> {
     Some(stem(&folded))
 }
 
+/// Whether `folded` (lower case, folded) is a stopword.
+pub(super) fn is_stopword(folded: &str) -> bool {
+    STOPWORDS.binary_search(&folded).is_ok()
+}
+
 /// The terms of `text`, in order, repeats kept (for term frequencies and phrase matches).
 pub(super) fn terms(text: &str) -> Vec<String> {
     raw_words(text).filter_map(term).collect()
@@ -62,7 +67,7 @@ pub(super) fn terms(text: &str) -> Vec<String> {
 
 /// Compatibility decomposition (so PDF ligatures such as "ﬁ" become "fi"), accents dropped,
 /// lower case: what the crate's tokenizer does, plus NFKD for text extracted from PDFs.
-fn fold(word: &str) -> String {
+pub(super) fn fold(word: &str) -> String {
     word.nfkd()
         .filter(|c| get_general_category(*c) != GeneralCategory::NonspacingMark)
         .flat_map(char::to_lowercase)

@@ -1,0 +1,533 @@
+//! Whether a sentence can support an answer at all, whatever its score: the extractive
+//! answerer quotes only sentences that pass, and says it does not know when none does.
+//!
+//! A question that cannot be answered from the documents is usually close to one that can:
+//! a name, a number or a negation changed, or a question of a kind the sentence cannot
+//! answer. So a sentence supports the question only when
+//! - every name and number the question gives is in its document's retrieved text or the
+//!   document's name (a name within one letter or two of being spelt right counts: questions
+//!   are typed quickly; a name of several words counts by its longest word, "Turing" for
+//!   "Alan Turing"), except that a sentence with every product code of the question ("XR-200")
+//!   needs no brand name beside it: documents seldom repeat their maker's name;
+//! - the question's negation ("not", "never", "n't") has one in the sentence, and the sentence
+//!   does not say the opposite of a word of the question ("least" where it asks "most",
+//!   "northern" where it asks "western") without also saying that word;
+//! - it holds something of the kind asked for that the question does not already say: a
+//!   time for "when …" and "what year …" (a date, a number, or a word of time such as "after"
+//!   or "every": manuals answer "when" with conditions), a number for "how many …", a name
+//!   for "who …".
+//!
+//! These are rules about what an answer needs, not thresholds: each is measured on SQuAD 2.0
+//! in `docs/generate.md`.
+
+use std::collections::HashSet;
+
+use super::terms::{fold, raw_words};
+
+/// What the question asks for, beyond its terms.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(super) struct Demands {
+    /// Names (the longest word of each, folded) and numbers the question gives.
+    specifics: Vec<Specific>,
+    /// Numbers the question gives, without their thousands separators ("38,000" → "38000").
+    numbers: Vec<String>,
+    /// The question is negated.
+    negated: bool,
+    /// The words of the sentence that asks (up to the first "?"), folded: instructions after
+    /// it ("If the metric is not useful, say so") neither negate nor oppose.
+    asked: HashSet<String>,
+    /// The kind of answer asked for.
+    kind: Option<AnswerKind>,
+    /// The question's own words, folded: an answer must bring something else.
+    words: HashSet<String>,
+}
+
+/// How a sentence stands to the question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Support {
+    /// It may answer.
+    Supported,
+    /// It does not say what the question says: no retrieved document has a name or a number
+    /// of the question, or the sentence lacks its negation or says the opposite. When the sentences that match best are such, the question is probably
+    /// about something the documents do not hold.
+    Contradicted,
+    /// The sentence holds no answer of the kind asked for (no time for "when"); another
+    /// sentence may.
+    Unfit,
+}
+
+/// A name or number a supporting document must contain.
+#[derive(Debug, Clone, PartialEq)]
+struct Specific {
+    /// Folded, lower case: one of them must be there (the words of a name of several words;
+    /// a number is one word).
+    words: Vec<String>,
+    /// Numbers and codes are compared exactly; names forgive a typo.
+    exact: bool,
+    /// A product code: letters and digits together ("XR-200" gives "xr" and "200"). Not
+    /// required itself (its number is, and "FY2015" is written "fiscal 2015"), but a
+    /// sentence with the question's codes needs no brand name beside them.
+    code: bool,
+}
+
+/// The kinds of answer a question's opening asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AnswerKind {
+    /// "When …", "what year …", "in which century …".
+    Time,
+    /// "How many …", "how much …", "how long …", "how old …".
+    Quantity,
+    /// "Who …", "whom …".
+    Person,
+}
+
+/// Words that make a question negated.
+const NEGATIONS: &[&str] = &[
+    "cannot", "never", "no", "none", "nor", "not", "nothing", "without",
+];
+
+/// Month names: a sentence naming one answers "when".
+const MONTHS: &[&str] = &[
+    "april",
+    "august",
+    "december",
+    "february",
+    "january",
+    "july",
+    "june",
+    "march",
+    "may",
+    "november",
+    "october",
+    "september",
+];
+
+/// Words that place something in time without a date: conditions and frequencies.
+const TIME_WORDS: &[&str] = &[
+    "after", "ago", "annually", "before", "daily", "during", "earlier", "every", "later",
+    "monthly", "since", "sooner", "until", "weekly", "whenever", "yearly",
+];
+
+/// Words of time and quantity that are not written with digits.
+const NUMBER_WORDS: &[&str] = &[
+    "billion",
+    "both",
+    "century",
+    "decade",
+    "dozen",
+    "dozens",
+    "eight",
+    "eighteen",
+    "eighty",
+    "eleven",
+    "few",
+    "fifteen",
+    "fifty",
+    "five",
+    "forty",
+    "four",
+    "half",
+    "hundred",
+    "hundreds",
+    "majority",
+    "million",
+    "millions",
+    "minority",
+    "nine",
+    "ninety",
+    "no",
+    "none",
+    "once",
+    "percent",
+    "seven",
+    "seventy",
+    "several",
+    "single",
+    "six",
+    "sixty",
+    "ten",
+    "thirty",
+    "thousand",
+    "thousands",
+    "three",
+    "twelve",
+    "twenty",
+    "twice",
+    "two",
+    "year",
+    "years",
+];
+
+impl Demands {
+    /// What `question` demands of a supporting sentence.
+    pub(super) fn of(question: &str) -> Self {
+        let words: Vec<&str> = raw_words(question).collect();
+        let folded: Vec<String> = words.iter().map(|w| fold(w)).collect();
+        let capitalised = words
+            .iter()
+            .filter(|w| w.starts_with(char::is_uppercase))
+            .count();
+        // In a Question Written In Title Case every word looks like a name.
+        let title_case = words.len() > 2 && capitalised * 2 > words.len();
+        let mut specifics = Vec::new();
+        let mut name: Vec<&str> = Vec::new();
+        let flush = |name: &mut Vec<&str>, specifics: &mut Vec<Specific>| {
+            // Abbreviations ("UK", "Jr") are often written out in the documents.
+            let words: Vec<String> = name
+                .iter()
+                .filter(|w| w.chars().count() >= 3 && !w.chars().all(char::is_uppercase))
+                .map(|w| fold(w))
+                .collect();
+            if !words.is_empty() {
+                specifics.push(Specific {
+                    words,
+                    exact: false,
+                    code: false,
+                });
+            }
+            name.clear();
+        };
+        let codes = codes(question);
+        for (position, word) in words.iter().enumerate() {
+            if codes.contains(&folded[position]) {
+                flush(&mut name, &mut specifics);
+                specifics.push(Specific {
+                    words: vec![folded[position].clone()],
+                    exact: true,
+                    code: true,
+                });
+                continue;
+            }
+            if word.chars().any(|c| c.is_ascii_digit()) {
+                // Numbers are checked whole, below.
+                flush(&mut name, &mut specifics);
+                continue;
+            }
+            let is_name = word.starts_with(char::is_uppercase)
+                && ((!opens_sentence(question, word) && !title_case)
+                    || word.chars().skip(1).any(char::is_uppercase))
+                && !is_function_word(&folded[position]);
+            if is_name {
+                name.push(word);
+            } else {
+                flush(&mut name, &mut specifics);
+            }
+        }
+        flush(&mut name, &mut specifics);
+        let asking = question.find('?').map_or(question, |end| &question[..=end]);
+        // "Whether or not", "may or may not" weigh both sides: no negation.
+        let lower = asking.to_lowercase();
+        let negated = is_negated(&lower.replace("or not", "").replace("may not", ""));
+        Self {
+            specifics,
+            numbers: numbers(question)
+                .into_iter()
+                .filter(|n| n.len() >= 2)
+                .collect(),
+            negated,
+            kind: kind(&folded),
+            words: folded.into_iter().collect(),
+            asked: raw_words(asking).map(fold).collect(),
+        }
+    }
+
+    /// How `sentence` stands to the question, in a passage with text `passage`, of a
+    /// document whose retrieved text and name are `document`.
+    pub(super) fn support(
+        &self,
+        sentence: &str,
+        document: &DocumentWords,
+        retrieved: &DocumentWords,
+    ) -> Support {
+        let says = |words: &DocumentWords| self.says(sentence, words);
+        if !says(document) {
+            // Another document may say it: this one is about something else.
+            return if says(retrieved) {
+                Support::Unfit
+            } else {
+                Support::Contradicted
+            };
+        }
+        if self.negated && !is_negated(sentence) || self.opposes(sentence) {
+            return Support::Contradicted;
+        }
+        match self.kind {
+            Some(kind) if !self.brings(kind, sentence) => Support::Unfit,
+            _ => Support::Supported,
+        }
+    }
+
+    /// Whether `words` hold every number and name of the question (a sentence, `sentence`,
+    /// with the question's product codes needs no brand name beside them).
+    fn says(&self, sentence: &str, words: &DocumentWords) -> bool {
+        if !self.numbers.iter().all(|n| words.numbers.contains(n)) {
+            return false;
+        }
+        let sentence_words = DocumentWords::of([sentence]);
+        let has = |words: &DocumentWords, s: &Specific| {
+            s.words.iter().any(|w| words.contains(w, s.exact))
+        };
+        let has_codes = self.specifics.iter().any(|s| s.code)
+            && self
+                .specifics
+                .iter()
+                .filter(|s| s.code)
+                .all(|s| has(&sentence_words, s));
+        self.specifics
+            .iter()
+            .all(|s| s.code || has(words, s) || (has_codes && !s.exact))
+    }
+
+    /// Whether `sentence` may be quoted at all.
+    #[cfg(test)]
+    fn met_by(&self, sentence: &str, _passage: &str, document: &DocumentWords) -> bool {
+        self.support(sentence, document, document) == Support::Supported
+    }
+
+    /// Whether `sentence` says the opposite of a word of the question without saying the word.
+    fn opposes(&self, sentence: &str) -> bool {
+        let said: HashSet<String> = raw_words(sentence).map(fold).collect();
+        OPPOSITES.iter().any(|group| {
+            group
+                .iter()
+                .any(|w| self.asked.contains(*w) && !said.contains(*w))
+                && group
+                    .iter()
+                    .any(|w| !self.words.contains(*w) && said.contains(*w))
+        })
+    }
+
+    /// Whether `sentence` holds an answer of `kind` the question does not already give.
+    fn brings(&self, kind: AnswerKind, sentence: &str) -> bool {
+        raw_words(sentence).enumerate().any(|(position, word)| {
+            let folded = fold(word);
+            if self.words.contains(&folded) {
+                return false;
+            }
+            let numeric = word.chars().any(|c| c.is_ascii_digit())
+                || NUMBER_WORDS.binary_search(&folded.as_str()).is_ok();
+            match kind {
+                AnswerKind::Time => {
+                    numeric
+                        || MONTHS.binary_search(&folded.as_str()).is_ok()
+                        || TIME_WORDS.binary_search(&folded.as_str()).is_ok()
+                }
+                AnswerKind::Quantity => numeric,
+                AnswerKind::Person => {
+                    word.starts_with(char::is_uppercase)
+                        && !(position == 0 && is_function_word(&folded))
+                        && !is_function_word(&folded)
+                }
+            }
+        })
+    }
+}
+
+/// The words of a document's retrieved passages and its name, folded, for the question's
+/// names and numbers to be looked up in.
+#[derive(Debug, Clone, Default)]
+pub(super) struct DocumentWords {
+    words: HashSet<String>,
+    numbers: HashSet<String>,
+}
+
+impl DocumentWords {
+    /// The words of `texts`.
+    pub(super) fn of<'t>(texts: impl IntoIterator<Item = &'t str>) -> Self {
+        let (mut words, mut all_numbers) = (HashSet::new(), HashSet::new());
+        for text in texts {
+            words.extend(raw_words(text).map(fold));
+            all_numbers.extend(numbers(text));
+        }
+        Self {
+            words,
+            numbers: all_numbers,
+        }
+    }
+
+    /// Whether `word` (folded) is among them; a name also when a word is within one edit of
+    /// it (two for names of eight letters or more), or begins with it ("Christian" in
+    /// "Christianity").
+    fn contains(&self, word: &str, exact: bool) -> bool {
+        if self.words.contains(word) {
+            return true;
+        }
+        let length = word.chars().count();
+        if exact || length < 4 {
+            return false;
+        }
+        let allowed = if length >= 8 { 2 } else { 1 };
+        self.words.iter().any(|candidate| {
+            same_root(candidate, word)
+                || (candidate.chars().count().abs_diff(length) <= allowed
+                    && strsim::levenshtein(candidate, word) <= allowed)
+        })
+    }
+}
+
+/// The numbers written in `text`, thousands separators dropped ("$38,000" → "38000",
+/// "1.5" stays); "1000's" gives "1000".
+fn numbers(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = Vec::new();
+    let mut current = String::new();
+    for (i, &c) in chars.iter().enumerate() {
+        let joins = matches!(c, ',' | '.')
+            && !current.is_empty()
+            && chars.get(i + 1).is_some_and(char::is_ascii_digit);
+        if c.is_ascii_digit() {
+            current.push(c);
+        } else if joins {
+            if c == '.' {
+                current.push(c);
+            }
+        } else if !current.is_empty() {
+            out.push(std::mem::take(&mut current));
+        }
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// Groups of words that exclude each other: a sentence with one of them does not answer a
+/// question that asks with another.
+const OPPOSITES: &[&[&str]] = &[
+    &["north", "south", "east", "west"],
+    &["northern", "southern", "eastern", "western"],
+    &["most", "least"],
+    &["more", "less", "fewer"],
+    &["largest", "smallest"],
+    &["biggest", "smallest"],
+    &["highest", "lowest"],
+    &["higher", "lower"],
+    &["greatest", "least"],
+    &["first", "last"],
+    &["earliest", "latest"],
+    &["oldest", "newest", "youngest"],
+    &["older", "younger"],
+    &["longest", "shortest"],
+    &["past", "future"],
+    &["increase", "decrease"],
+    &["increased", "decreased"],
+    &["rise", "fall"],
+    &["rose", "fell"],
+    &["maximum", "minimum"],
+    &["best", "worst"],
+    &["better", "worse"],
+    &["major", "minor"],
+    &["positive", "negative"],
+    &["internal", "external"],
+    &["inner", "outer"],
+    &["import", "export"],
+    &["imports", "exports"],
+    &["won", "lost"],
+    &["win", "lose"],
+    &["success", "failure"],
+    &["legal", "illegal"],
+    &["possible", "impossible"],
+    &["accepted", "rejected"],
+    &["supported", "opposed"],
+    &["private", "public"],
+    &["domestic", "foreign"],
+    &["male", "female"],
+    &["men", "women"],
+    &["strongest", "weakest"],
+];
+
+/// The parts of the question's product codes, folded: the words of a run of letters and
+/// digits joined by hyphens or slashes that has both ("XR-200" → "xr", "200"; "A4" → "a4").
+fn codes(question: &str) -> HashSet<String> {
+    question
+        .split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '/'))
+        .filter(|run| {
+            run.chars().any(|c| c.is_ascii_digit())
+                && run.chars().any(char::is_alphabetic)
+                && !is_ordinal(run)
+        })
+        .flat_map(raw_words)
+        .map(fold)
+        .collect()
+}
+
+/// Whether `word`, a slice of `text`, opens one of its sentences (or the text): a capital
+/// there says nothing of a name.
+fn opens_sentence(text: &str, word: &str) -> bool {
+    let offset = (word.as_ptr() as usize).saturating_sub(text.as_ptr() as usize);
+    text.get(..offset).is_none_or(|before| {
+        before
+            .trim_end_matches(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '(' | '“'))
+            .chars()
+            .next_back()
+            .is_none_or(|c| matches!(c, '.' | '?' | '!' | ':' | ';'))
+    })
+}
+
+/// "1st", "22nd", "3rd", "10th": numbers the documents may write as words.
+fn is_ordinal(run: &str) -> bool {
+    let lower = run.to_lowercase();
+    ["st", "nd", "rd", "th"].iter().any(|suffix| {
+        lower
+            .strip_suffix(suffix)
+            .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+    })
+}
+
+/// The kind of answer the question's opening asks for.
+fn kind(words: &[String]) -> Option<AnswerKind> {
+    let first = words.first()?.as_str();
+    let second = words.get(1).map_or("", String::as_str);
+    let asks_otherwise = |from: usize| {
+        words.iter().skip(from).any(|w| {
+            matches!(
+                w.as_str(),
+                "what" | "which" | "who" | "whom" | "how" | "where" | "why"
+            )
+        })
+    };
+    match (first, second) {
+        // "When a pathogen is eaten, what does it become?" asks the later question.
+        ("when", _) if !asks_otherwise(1) => Some(AnswerKind::Time),
+        ("what" | "which" | "in", "year" | "century" | "decade" | "month" | "date") => {
+            Some(AnswerKind::Time)
+        }
+        ("in", "what" | "which")
+            if matches!(
+                words.get(2).map(String::as_str),
+                Some("year" | "century" | "decade" | "month")
+            ) =>
+        {
+            Some(AnswerKind::Time)
+        }
+        ("how", "many" | "much" | "long" | "old") => Some(AnswerKind::Quantity),
+        ("who" | "whom", _) => Some(AnswerKind::Person),
+        _ => None,
+    }
+}
+
+/// Whether two words share a beginning of four letters or more that is most of the shorter
+/// one: "Italian" and "Italy", "Palestine" and "Palestinian", "Sept" and "September" (not
+/// "Austria" and "Australia").
+fn same_root(a: &str, b: &str) -> bool {
+    let shared = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+    let shorter = a.chars().count().min(b.chars().count());
+    shared >= 4 && shared * 5 >= shorter * 4
+}
+
+/// Whether `text` says "not", "never", "no", "n't" or the like.
+fn is_negated(text: &str) -> bool {
+    text.contains("n't")
+        || text.contains("n’t")
+        || raw_words(text).any(|w| NEGATIONS.binary_search(&fold(w).as_str()).is_ok())
+}
+
+/// Words written with a capital for their place in a sentence, not because they name
+/// something.
+fn is_function_word(folded: &str) -> bool {
+    super::terms::is_stopword(folded)
+}
+
+#[cfg(test)]
+#[path = "support_tests.rs"]
+mod tests;

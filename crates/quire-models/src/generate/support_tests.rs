@@ -1,0 +1,188 @@
+use super::*;
+
+fn document(text: &str) -> DocumentWords {
+    DocumentWords::of([text])
+}
+
+#[test]
+fn a_name_or_number_the_document_lacks_leaves_no_support() {
+    let passage = "The Normans gave their name to Normandy in the 10th and 11th centuries.";
+    let words = document(passage);
+    let swapped = Demands::of("Who gave their name to Normandy in the 1000's and 1100's?");
+    assert!(!swapped.met_by(passage, passage, &words));
+    let named = Demands::of("What did the Normans give their name to?");
+    assert!(named.met_by(passage, passage, &words));
+    let absent = Demands::of("What did the Vikings give their name to?");
+    assert!(!absent.met_by(passage, passage, &words));
+}
+
+#[test]
+fn names_forgive_a_typo_and_count_by_their_longest_word() {
+    let passage = "Braddock led an expedition to take Fort Duquesne; Turing described the machine.";
+    let words = document(passage);
+    for question in [
+        "What did Braddock lead the expedition to Fort Dusquesne for?",
+        "What machine did Alan Turing describe?",
+    ] {
+        assert!(
+            Demands::of(question).met_by(passage, passage, &words),
+            "{question}"
+        );
+    }
+    // Numbers are exact: 1755 is not 1756.
+    let dated = Demands::of("What did Braddock take in 1756?");
+    assert!(!dated.met_by(passage, passage, &document(&format!("{passage} in 1755"))));
+}
+
+#[test]
+fn a_sentence_with_the_product_code_needs_no_brand_name() {
+    let sentence = "The XR-200 is covered for 24 months from the date of purchase.";
+    let demands = Demands::of("What warranty does Acme give on the XR-200?");
+    assert!(demands.met_by(sentence, sentence, &document(sentence)));
+    let other = "The XR-300 is covered for 12 months.";
+    assert!(!demands.met_by(other, other, &document(other)));
+    let no_code = Demands::of("What warranty does Acme give?");
+    assert!(!no_code.met_by(sentence, sentence, &document(sentence)));
+}
+
+#[test]
+fn accents_do_not_matter() {
+    let passage = "Möngke Khan attacked the Song dynasty.";
+    let demands = Demands::of("What did Mongke Khan attack?");
+    assert!(demands.met_by(passage, passage, &document(passage)));
+}
+
+#[test]
+fn a_negated_question_needs_a_negated_passage() {
+    let plain = "The Normans adopted the Catholic faith.";
+    let negated = "The Normans did not adopt the Catholic faith.";
+    let demands = Demands::of("What faith did the Normans not adopt?");
+    assert!(!demands.met_by(plain, plain, &document(plain)));
+    assert!(demands.met_by(negated, negated, &document(negated)));
+    let contracted = Demands::of("What faith didn't the Normans adopt?");
+    assert!(!contracted.met_by(plain, plain, &document(plain)));
+}
+
+#[test]
+fn the_sentence_must_hold_the_kind_of_answer_asked_for() {
+    let words =
+        document("Kublai founded the Yuan dynasty in 1271. Kublai was a grandson of Genghis Khan.");
+    let when = Demands::of("When did Kublai found the Yuan dynasty?");
+    assert!(when.met_by("Kublai founded the Yuan dynasty in 1271.", "", &words));
+    assert!(!when.met_by("Kublai founded the Yuan dynasty.", "", &words));
+    let how_many = Demands::of("How many dynasties did Kublai found?");
+    assert!(!how_many.met_by("Kublai founded the Yuan dynasty.", "", &words));
+    assert!(how_many.met_by("Kublai founded two dynasties.", "", &words));
+    let who = Demands::of("Who was Kublai's grandfather?");
+    assert!(who.met_by("Kublai was a grandson of Genghis Khan.", "", &words));
+    assert!(!who.met_by("Kublai was the grandson of a great ruler.", "", &words));
+    // A clause opening with "when" does not make the question ask for a time.
+    let clause = Demands::of("When a pathogen is eaten, what vesicle traps it?");
+    assert!(clause.met_by("It is trapped in a phagosome.", "", &document("phagosome")));
+}
+
+#[test]
+fn word_lists_are_sorted_for_binary_search() {
+    for list in [NEGATIONS, MONTHS, TIME_WORDS, NUMBER_WORDS] {
+        assert!(list.windows(2).all(|w| w[0] < w[1]), "{list:?}");
+    }
+}
+
+#[test]
+fn abbreviations_are_not_required_and_a_name_counts_by_any_word() {
+    let passage = "Harold Wilson's government supported the Israelis; the US and the UK agreed.";
+    let words = document(passage);
+    for question in [
+        "Which country did Harold Winston's government support?",
+        "What did the USA and the UK agree?",
+    ] {
+        assert!(
+            Demands::of(question).met_by(passage, passage, &words),
+            "{question}"
+        );
+    }
+}
+
+#[test]
+fn numbers_are_compared_whole() {
+    let passage =
+        "Families with incomes below $60,000 pay nothing; in the 1990s, 1.5 million applied.";
+    let words = document(passage);
+    assert!(
+        !Demands::of("What did families with incomes below $38,000 pay?")
+            .met_by(passage, passage, &words)
+    );
+    assert!(
+        Demands::of("What did families with incomes below 60000 dollars pay?")
+            .met_by(passage, passage, &words)
+    );
+    assert!(Demands::of("What happened in the 1990's?").met_by(passage, passage, &words));
+    assert_eq!(numbers("$38,000 and 1.5, then 7."), ["38000", "1.5", "7"]);
+}
+
+#[test]
+fn a_sentence_saying_the_opposite_does_not_answer() {
+    let sentence = "Neutrophils are the most abundant type of phagocyte.";
+    let words = document(sentence);
+    assert!(
+        !Demands::of("What is the least abundant type of phagocyte?")
+            .met_by(sentence, sentence, &words)
+    );
+    assert!(
+        Demands::of("What is the most abundant type of phagocyte?")
+            .met_by(sentence, sentence, &words)
+    );
+    let both = "The northern and the western Chinese were ranked higher.";
+    assert!(
+        Demands::of("Why were western Chinese ranked higher?").met_by(both, both, &document(both))
+    );
+}
+
+#[test]
+fn weighing_both_sides_is_not_a_negation() {
+    let sentence = "Computability theory asks which problems can be solved by algorithms.";
+    let demands = Demands::of("Which field asks whether or not a problem can be solved?");
+    assert!(demands.met_by(sentence, sentence, &document(sentence)));
+}
+
+#[test]
+fn words_of_one_root_and_ordinals_count_as_the_same() {
+    let passage = "In September 1760, Governor Vaudreuil negotiated from Montreal. The Italian title was Il Milione; Genghis' third son was Ögedei.";
+    let words = document(passage);
+    for question in [
+        "In Sept 1760 who negotiated from Montreal?",
+        "What was the title of the book in Italy?",
+        "What was the name of Genghis's 3rd son?",
+    ] {
+        assert!(
+            Demands::of(question).met_by(passage, passage, &words),
+            "{question}"
+        );
+    }
+    assert!(!same_root("austria", "australia"));
+}
+
+#[test]
+fn capitals_opening_a_sentence_of_the_question_are_not_names() {
+    let passage = "Adobe's net cash provided by operating activities in fiscal 2015 rose.";
+    let question = "You are an investment banker. Here's the question: what is the FY2015 \
+                    operating cash flow ratio for Adobe? Operating cash flow ratio is defined as \
+                    cash from operations / total current liabilities.";
+    assert!(Demands::of(question).met_by(passage, passage, &document(passage)));
+    let other_year = "Adobe's net cash provided by operating activities in fiscal 2014 rose.";
+    assert!(!Demands::of(question).met_by(other_year, other_year, &document(other_year)));
+}
+
+#[test]
+fn an_instruction_after_the_question_does_not_negate_it() {
+    let sentence = "Operating margin improved to 15% in 2022.";
+    let question = "Does AMEX have an improving operating margin as of 2022? If operating margin \
+                    is not a useful metric, then state that and explain why.";
+    assert!(Demands::of(question).met_by(sentence, sentence, &document(sentence)));
+}
+
+#[test]
+fn a_question_in_title_case_has_no_names_from_its_capitals() {
+    let demands = Demands::of("What Is The Capital Of France");
+    assert_eq!(demands.specifics.len(), 0);
+}
