@@ -193,8 +193,9 @@ impl QuireMcp {
     /// The sources the key may read.
     #[tool(
         description = "List the data sources (collections of documents) this key may read: \
-        id, name, description and documentCount. Source ids narrow `search` and `ask`, and \
-        name where `list_documents` looks."
+        id, name, description, type (`network`: filled by uploads; `folder`, `s3`, `web`: kept \
+        in sync with an origin, with `sync.lastRun` and `sync.nextRunAt`) and documentCount. \
+        Source ids narrow `search` and `ask`, and name where `list_documents` looks."
     )]
     async fn list_sources(
         &self,
@@ -341,7 +342,16 @@ impl QuireMcp {
     ) -> Result<Value, AppError> {
         let key = key_with(context, Permission::Read)?;
         let sources = quire_app::sources::list(&self.services, &key.scope).await?;
-        let sources: Vec<SourceOut> = sources.iter().map(SourceOut::from).collect();
+        let mut out = Vec::with_capacity(sources.len());
+        for source in &sources {
+            let sync = if source.source_type == "network" {
+                None
+            } else {
+                quire_app::syncs::view(&self.services, &key.scope, source.id).await?
+            };
+            out.push(SourceOut::from(source).with_sync(sync.as_ref()));
+        }
+        let sources = out;
         Ok(json!({ "sources": sources }))
     }
 

@@ -1,7 +1,9 @@
 //! What the tools return, as JSON: the same field names as the REST API's bodies
 //! (`docs/api.md`), so an agent that knows one knows the other.
 
-use quire_core::{DocumentRecord, SourceRecord};
+use quire_app::records::SyncRun;
+use quire_app::syncs::SyncView;
+use quire_core::{DocumentRecord, SourceRecord, wire_timestamp};
 use serde::Serialize;
 
 /// A data source.
@@ -11,7 +13,23 @@ pub(crate) struct SourceOut {
     id: String,
     name: String,
     description: String,
+    #[serde(rename = "type")]
+    source_type: String,
     document_count: u64,
+    /// A syncing source's last run and next one (absent for a network source).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sync: Option<SyncOut>,
+}
+
+impl SourceOut {
+    /// The record with its sync, when it has one.
+    pub(crate) fn with_sync(mut self, sync: Option<&SyncView>) -> Self {
+        self.sync = sync.map(|v| SyncOut {
+            last_run: v.last_run.as_ref().map(SyncRunOut::from),
+            next_run_at: v.next_run_at.map(wire_timestamp),
+        });
+        self
+    }
 }
 
 impl From<&SourceRecord> for SourceOut {
@@ -20,7 +38,50 @@ impl From<&SourceRecord> for SourceOut {
             id: s.id.to_string(),
             name: s.name.clone(),
             description: s.description.clone(),
+            source_type: s.source_type.clone(),
             document_count: s.document_count,
+            sync: None,
+        }
+    }
+}
+
+/// When a syncing source last synced and next will (its settings are the REST API's, for
+/// administrators).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SyncOut {
+    last_run: Option<SyncRunOut>,
+    next_run_at: Option<String>,
+}
+
+/// One sync run, as `GET /api/v1/sources/{id}/syncs` shows it (without the failed items'
+/// reasons).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SyncRunOut {
+    status: String,
+    added: u64,
+    updated: u64,
+    deleted: u64,
+    unchanged: u64,
+    failed: u64,
+    error: Option<String>,
+    started_at: String,
+    finished_at: Option<String>,
+}
+
+impl From<&SyncRun> for SyncRunOut {
+    fn from(r: &SyncRun) -> Self {
+        Self {
+            status: r.status.clone(),
+            added: r.counts.added,
+            updated: r.counts.updated,
+            deleted: r.counts.deleted,
+            unchanged: r.counts.unchanged,
+            failed: r.counts.failed,
+            error: r.error.clone(),
+            started_at: wire_timestamp(r.started_at),
+            finished_at: r.finished_at.map(wire_timestamp),
         }
     }
 }

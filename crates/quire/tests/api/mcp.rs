@@ -263,3 +263,71 @@ async fn a_revoked_key_is_refused_call_after_call_on_one_connection() {
         "the six calls shared one connection"
     );
 }
+
+/// `list_sources` over MCP, called as a client without a session would.
+async fn list_sources_over_mcp(server: &TestServer, key: &str) -> Vec<Value> {
+    let request = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "list_sources", "arguments": {}}});
+    let response = reqwest::Client::new()
+        .post(server.url("/mcp"))
+        .bearer_auth(key)
+        .header("accept", "application/json, text/event-stream")
+        .json(&request)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let text = response.text().await.unwrap();
+    let answer = json_rpc_answer(&text).unwrap_or_else(|| panic!("no JSON-RPC answer: {text}"));
+    answer["result"]["structuredContent"]["sources"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no sources: {answer}"))
+        .clone()
+}
+
+#[tokio::test]
+async fn list_sources_shows_each_sources_type_and_a_syncing_sources_last_run() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("pumps.md"), "# Pumps\n\nPrime the pump.\n").unwrap();
+    let roots = vec![root.path().to_path_buf()];
+    let server = TestServer::start_with(move |c| c.connectors.folder_roots = roots).await;
+    let admin = server.key(Permission::Admin).await;
+    let network = server.create_source(&admin, "Uploads").await;
+    let created = server
+        .post_json(
+            &admin,
+            "/api/v1/sources",
+            &json!({"name": "Handbook", "type": "folder",
+                "sync": {"path": root.path(), "intervalSeconds": 3600}}),
+        )
+        .await;
+    assert_eq!(created.status(), StatusCode::CREATED);
+    let folder = body(created).await["id"].as_str().unwrap().to_owned();
+    let reader = server.key(Permission::Read).await;
+
+    let listed = crate::helpers::poll(Duration::from_secs(30), "the first run's end", || async {
+        let sources = list_sources_over_mcp(&server, &reader).await;
+        let synced = sources
+            .iter()
+            .find(|s| s["id"] == folder.as_str())
+            .is_some_and(|s| s["sync"]["lastRun"]["status"] == "succeeded");
+        synced.then_some(sources)
+    })
+    .await;
+    let by_id = |id: &str| listed.iter().find(|s| s["id"] == id).unwrap().clone();
+    let uploads = by_id(&network);
+    assert_eq!(uploads["type"], "network", "{uploads}");
+    assert!(uploads.get("sync").is_none(), "{uploads}");
+    let handbook = by_id(&folder);
+    assert_eq!(handbook["type"], "folder", "{handbook}");
+    let run = &handbook["sync"]["lastRun"];
+    assert_eq!(
+        (run["added"].clone(), run["failed"].clone()),
+        (json!(1), json!(0)),
+        "{run}"
+    );
+    assert!(run["finishedAt"].is_string(), "{run}");
+    assert!(handbook["sync"]["nextRunAt"].is_string(), "{handbook}");
+    // Nothing of the origin's settings is shown over MCP.
+    assert!(handbook["sync"].get("settings").is_none(), "{handbook}");
+}
