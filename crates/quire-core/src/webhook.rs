@@ -23,15 +23,19 @@ pub enum WebhookEvent {
     /// The document was deleted, with every version.
     #[serde(rename = "document.deleted")]
     DocumentDeleted,
+    /// A syncing source's run ended (succeeded or failed).
+    #[serde(rename = "source.synced")]
+    SourceSynced,
 }
 
 impl WebhookEvent {
     /// Every event, in the order they are documented.
-    pub const ALL: [WebhookEvent; 4] = [
+    pub const ALL: [WebhookEvent; 5] = [
         Self::DocumentReady,
         Self::DocumentFailed,
         Self::DocumentPiiDetected,
         Self::DocumentDeleted,
+        Self::SourceSynced,
     ];
 
     /// The wire name, such as `document.ready`.
@@ -41,6 +45,7 @@ impl WebhookEvent {
             Self::DocumentFailed => "document.failed",
             Self::DocumentPiiDetected => "document.pii_detected",
             Self::DocumentDeleted => "document.deleted",
+            Self::SourceSynced => "source.synced",
         }
     }
 }

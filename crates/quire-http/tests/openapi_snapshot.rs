@@ -52,7 +52,7 @@ fn the_document_is_openapi_3_1_with_every_operation() {
         "bearer"
     );
     let webhooks = document["webhooks"].as_object().expect("webhooks");
-    assert_eq!(webhooks.len(), 4);
+    assert_eq!(webhooks.len(), 5);
     let search = &paths["/api/v1/search"]["post"]["responses"];
     for status in ["200", "400", "401", "429", "500", "503"] {
         assert!(search.get(status).is_some(), "search lacks {status}");

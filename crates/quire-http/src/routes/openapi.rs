@@ -42,7 +42,7 @@ use crate::request_id::MAX_REQUEST_ID_LEN;
     components(schemas(
         generate::QueuedEvent, generate::DeltaEvent, generate::DoneEvent, generate::ErrorEvent,
         DocumentReadyDelivery, DocumentFailedDelivery, DocumentPiiDetectedDelivery,
-        DocumentDeletedDelivery,
+        DocumentDeletedDelivery, SourceSyncedDelivery,
     )),
     modifiers(&Bearer, &CommonResponses),
     security(("bearer" = [])),
@@ -223,6 +223,7 @@ fn webhooks_section() -> Value {
         "document.failed": event("document.failed", DocumentFailedDelivery::name().as_ref(), "Processing of a document failed"),
         "document.pii_detected": event("document.pii_detected", DocumentPiiDetectedDelivery::name().as_ref(), "Personal data was found; the document waits for review"),
         "document.deleted": event("document.deleted", DocumentDeletedDelivery::name().as_ref(), "A document was deleted, with every version"),
+        "source.synced": event("source.synced", SourceSyncedDelivery::name().as_ref(), "A syncing source's run ended (succeeded, or failed as a whole)"),
     })
 }
 
@@ -288,6 +289,30 @@ struct DocumentReadyData {
     chunk_count: u64,
     /// The version that became ready (and live).
     version: u32,
+}
+
+/// The body of a `source.synced` delivery.
+#[derive(Serialize, ToSchema)]
+struct SourceSyncedDelivery {
+    /// `source.synced`.
+    #[schema(example = "source.synced")]
+    event: String,
+    /// When the run ended.
+    #[schema(format = DateTime)]
+    timestamp: String,
+    /// The source and its run.
+    data: SourceSyncedData,
+}
+
+/// `data` of `source.synced`.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct SourceSyncedData {
+    #[schema(format = Uuid)]
+    data_source_id: String,
+    data_source_name: String,
+    /// The run, as `GET /api/v1/sources/{id}/syncs` lists it.
+    run: crate::wire::SyncRunJson,
 }
 
 /// The body of a `document.deleted` delivery.

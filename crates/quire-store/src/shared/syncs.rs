@@ -3,10 +3,11 @@
 //! last taken.
 
 use chrono::{DateTime, Utc};
-use quire_core::{NewSource, SourceId, SourceRecord};
+use quire_core::{NewSource, SourceId, SourceRecord, WebhookEvent, wire_timestamp};
+use serde_json::{Map, Value, json};
 
 use super::sql::{Cells, Query, Sql};
-use super::{Backend, sources};
+use super::{Backend, sources, webhooks};
 use crate::{NewSync, SourceSync, StoreError, StoreResult, SyncCounts, SyncRun};
 
 /// [`crate::Store::create_syncing_source`].
@@ -157,8 +158,52 @@ pub(crate) async fn finish<B: Backend>(
             .bind(run.source_id),
     )
     .await?;
+    // Announced in the same transaction, so a crash can neither lose the event nor send it
+    // for a run that was not recorded.
+    let source_name = tx
+        .fetch_optional(Query::new("SELECT name FROM sources WHERE id = $1").bind(run.source_id))
+        .await?
+        .map(|row| row.text("name"))
+        .transpose()?;
+    if let Some(source_name) = source_name {
+        let at = run.finished_at.unwrap_or(run.started_at);
+        webhooks::enqueue_for_source::<B>(
+            &mut *tx,
+            run.source_id,
+            WebhookEvent::SourceSynced,
+            synced_data(run, &source_name),
+            at,
+        )
+        .await?;
+    }
     tx.commit().await?;
     Ok(())
+}
+
+/// The `data` of `source.synced`: the source and the run as `GET …/syncs` shows it.
+fn synced_data(run: &SyncRun, source_name: &str) -> Map<String, Value> {
+    let failures: Value = serde_json::from_str(&run.failures).unwrap_or_else(|_| json!([]));
+    let data = json!({
+        "dataSourceId": run.source_id.to_string(),
+        "dataSourceName": source_name,
+        "run": {
+            "id": run.id.to_string(),
+            "status": run.status,
+            "added": run.counts.added,
+            "updated": run.counts.updated,
+            "deleted": run.counts.deleted,
+            "unchanged": run.counts.unchanged,
+            "failed": run.counts.failed,
+            "failures": failures,
+            "error": run.error,
+            "startedAt": wire_timestamp(run.started_at),
+            "finishedAt": run.finished_at.map(wire_timestamp),
+        },
+    });
+    match data {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
 }
 
 /// The columns of a run, for [`run`].

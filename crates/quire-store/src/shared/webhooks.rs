@@ -9,6 +9,7 @@
 use chrono::{DateTime, Utc};
 use quire_core::{DocumentId, EventId, SourceId, WebhookEvent, WebhookId, webhook};
 use serde_json::{Map, Value};
+use uuid::Uuid;
 
 use super::records::{self, WEBHOOK_COLUMNS};
 use super::sql::{Arg, Cells, Query, Sql};
@@ -59,7 +60,9 @@ impl EventDocument {
             WebhookEvent::DocumentFailed => {
                 data.insert("error".into(), self.error.unwrap_or_default().into());
             }
-            WebhookEvent::DocumentPiiDetected | WebhookEvent::DocumentDeleted => {}
+            WebhookEvent::DocumentPiiDetected
+            | WebhookEvent::DocumentDeleted
+            | WebhookEvent::SourceSynced => {}
         }
         data.extend(extra);
         data
@@ -71,7 +74,9 @@ fn event_field(event: WebhookEvent) -> Option<&'static str> {
     match event {
         WebhookEvent::DocumentReady => Some("chunkCount"),
         WebhookEvent::DocumentFailed => Some("error"),
-        WebhookEvent::DocumentPiiDetected | WebhookEvent::DocumentDeleted => None,
+        WebhookEvent::DocumentPiiDetected
+        | WebhookEvent::DocumentDeleted
+        | WebhookEvent::SourceSynced => None,
     }
 }
 
@@ -214,19 +219,7 @@ pub(crate) async fn enqueue<B: Backend>(
     now: DateTime<Utc>,
 ) -> StoreResult<u64> {
     check_extra(event, &extra)?;
-    // FOR KEY SHARE: a webhook deleted meanwhile on another node is either gone from this list
-    // or waits until these rows are written (and then takes them with it).
-    let subscribers = conn
-        .fetch_all(
-            Query::new(format!(
-                "SELECT w.id, w.source_ids
-                 FROM webhook_subscriptions s JOIN webhooks w ON w.id = s.webhook_id
-                 WHERE s.event = $1 ORDER BY w.id {}",
-                B::lock("FOR KEY SHARE OF w")
-            ))
-            .bind(event.as_str()),
-        )
-        .await?;
+    let subscribers = subscribers::<B>(conn, event).await?;
     if subscribers.is_empty() {
         return Ok(0);
     }
@@ -271,20 +264,74 @@ pub(crate) async fn enqueue<B: Backend>(
         chunk_count: doc.count("chunk_count")?,
         error,
     };
-    // A webhook receives only the events of the sources in its scope (NULL: every source).
-    let mut in_scope = Vec::with_capacity(subscribers.len());
-    for row in &subscribers {
-        if row
-            .opt_ids("source_ids")?
-            .is_none_or(|ids| ids.contains(&doc.source_id.0))
-        {
-            in_scope.push(row.uuid("id")?);
-        }
+    let source_id = doc.source_id;
+    let body = webhook::envelope_body(event, now, doc.data(event, extra));
+    write_rows::<B>(conn, &subscribers, source_id, event, &body, now).await
+}
+
+/// Writes one outbox row for each webhook subscribed to `event` (an event about a source, not
+/// a document: `source.synced`) whose scope holds `source`, with `data` as the body's data, on
+/// the caller's connection (inside the transaction that records what happened). Returns the
+/// number of rows.
+pub(crate) async fn enqueue_for_source<B: Backend>(
+    conn: &mut Conn<B>,
+    source: SourceId,
+    event: WebhookEvent,
+    data: Map<String, Value>,
+    now: DateTime<Utc>,
+) -> StoreResult<u64> {
+    let subscribers = subscribers::<B>(conn, event).await?;
+    if subscribers.is_empty() {
+        return Ok(0);
     }
+    let body = webhook::envelope_body(event, now, data);
+    write_rows::<B>(conn, &subscribers, source, event, &body, now).await
+}
+
+/// A webhook subscribed to an event: its id and its source scope (`None`: every source).
+type Subscriber = (Uuid, Option<Vec<Uuid>>);
+
+/// The webhooks subscribed to `event`, in id order.
+async fn subscribers<B: Backend>(
+    conn: &mut Conn<B>,
+    event: WebhookEvent,
+) -> StoreResult<Vec<Subscriber>> {
+    // FOR KEY SHARE: a webhook deleted meanwhile on another node is either gone from this list
+    // or waits until these rows are written (and then takes them with it).
+    let rows = conn
+        .fetch_all(
+            Query::new(format!(
+                "SELECT w.id, w.source_ids
+                 FROM webhook_subscriptions s JOIN webhooks w ON w.id = s.webhook_id
+                 WHERE s.event = $1 ORDER BY w.id {}",
+                B::lock("FOR KEY SHARE OF w")
+            ))
+            .bind(event.as_str()),
+        )
+        .await?;
+    rows.iter()
+        .map(|row| Ok((row.uuid("id")?, row.opt_ids("source_ids")?)))
+        .collect()
+}
+
+/// One outbox row with `body` for each of `subscribers` whose scope holds `source`.
+async fn write_rows<B: Backend>(
+    conn: &mut Conn<B>,
+    subscribers: &[Subscriber],
+    source: SourceId,
+    event: WebhookEvent,
+    body: &str,
+    now: DateTime<Utc>,
+) -> StoreResult<u64> {
+    // A webhook receives only the events of the sources in its scope (NULL: every source).
+    let in_scope: Vec<Uuid> = subscribers
+        .iter()
+        .filter(|(_, scope)| scope.as_ref().is_none_or(|ids| ids.contains(&source.0)))
+        .map(|(id, _)| *id)
+        .collect();
     if in_scope.is_empty() {
         return Ok(0);
     }
-    let body = webhook::envelope_body(event, now, doc.data(event, extra));
     // One row per subscriber, in subscriber order, so their seq (the delivery order) follows it.
     for webhook_id in &in_scope {
         conn.execute(
@@ -295,7 +342,7 @@ pub(crate) async fn enqueue<B: Backend>(
             .bind(EventId::new())
             .bind(*webhook_id)
             .bind(event.as_str())
-            .bind(&body)
+            .bind(body)
             .bind(now),
         )
         .await?;

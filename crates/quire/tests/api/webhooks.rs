@@ -602,3 +602,67 @@ async fn a_scoped_admin_key_registers_and_sees_only_webhooks_of_its_sources() {
     assert_eq!(heard, [json!(in_a)], "B's event never reaches A's webhook");
     assert_eq!(hears_a.bad_signatures(), 0);
 }
+
+#[tokio::test]
+async fn a_sync_run_is_announced_with_its_counts_once_it_ends() {
+    let (receiver, url) = Receiver::start(Duration::ZERO).await;
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("pumps.md"), "# Pumps\n\nPrime the pump.\n").unwrap();
+    std::fs::write(root.path().join("valves.md"), "# Valves\n\nOpen fully.\n").unwrap();
+    let roots = vec![root.path().to_path_buf()];
+    let server = TestServer::start_with(move |c| {
+        allowing_private(c);
+        c.connectors.folder_roots = roots;
+    })
+    .await;
+    let admin = server.key(Permission::Admin).await;
+    let created = body(register(&server, &admin, &url, json!(["source.synced"])).await).await;
+    *receiver.secret.lock().unwrap() = created["secret"].as_str().unwrap().to_owned();
+    let response = server
+        .post_json(
+            &admin,
+            "/api/v1/sources",
+            &json!({"name": "Handbook", "type": "folder",
+                "sync": {"path": root.path(), "intervalSeconds": 0}}),
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let source = body(response).await["id"].as_str().unwrap().to_owned();
+
+    wait_for("the first run's event", Duration::from_secs(30), || {
+        receiver.received().len() == 1
+    })
+    .await;
+    assert_eq!(receiver.bad_signatures(), 0);
+    let event = receiver.received()[0].1.clone();
+    let runs = body(
+        server
+            .get(&admin, &format!("/api/v1/sources/{source}/syncs"))
+            .await,
+    )
+    .await;
+    assert_eq!(event["event"], "source.synced", "{event}");
+    assert_eq!(event["data"]["dataSourceId"], source.as_str(), "{event}");
+    assert_eq!(event["data"]["dataSourceName"], "Handbook", "{event}");
+    // The run exactly as the API lists it.
+    assert_eq!(event["data"]["run"], runs[0], "{event}");
+    assert_eq!(event["data"]["run"]["status"], "succeeded", "{event}");
+    assert_eq!(event["data"]["run"]["added"], 2, "{event}");
+
+    // A second run, on demand, is announced too: nothing changed.
+    let started = server
+        .post_json(
+            &admin,
+            &format!("/api/v1/sources/{source}/sync"),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(started.status(), StatusCode::ACCEPTED);
+    wait_for("the second run's event", Duration::from_secs(30), || {
+        receiver.received().len() == 2
+    })
+    .await;
+    let second = receiver.received()[1].1.clone();
+    assert_eq!(second["data"]["run"]["unchanged"], 2, "{second}");
+    assert_ne!(second["data"]["run"]["id"], event["data"]["run"]["id"]);
+}
