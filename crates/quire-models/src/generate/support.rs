@@ -17,6 +17,10 @@
 //!   or "every": manuals answer "when" with conditions), a number for "how many …", a name
 //!   for "who …".
 //!
+//! Only questions make demands. A statement to check ("Aspirin lowers the risk of stroke.")
+//! is answered with the closest evidence, which may well say the opposite or another number:
+//! that is what its reader needs to see.
+//!
 //! These are rules about what an answer needs, not thresholds: each is measured on SQuAD 2.0
 //! in `docs/generate.md`.
 
@@ -159,8 +163,11 @@ const NUMBER_WORDS: &[&str] = &[
 ];
 
 impl Demands {
-    /// What `question` demands of a supporting sentence.
+    /// What `question` demands of a supporting sentence; nothing when it is not a question.
     pub(super) fn of(question: &str) -> Self {
+        if !is_question(question) {
+            return Self::default();
+        }
         let words: Vec<&str> = raw_words(question).collect();
         let folded: Vec<String> = words.iter().map(|w| fold(w)).collect();
         let capitalised = words
@@ -504,6 +511,21 @@ fn kind(words: &[String]) -> Option<AnswerKind> {
         ("who" | "whom", _) => Some(AnswerKind::Person),
         _ => None,
     }
+}
+
+/// Words a question opens with.
+const QUESTION_OPENINGS: &[&str] = &[
+    "are", "can", "could", "did", "do", "does", "had", "has", "have", "how", "is", "should", "was",
+    "were", "what", "when", "where", "which", "who", "whom", "whose", "why", "will", "would",
+];
+
+/// Whether `text` asks something: it has a question mark or opens with a question word
+/// ("Who founded Yuan", typed without one); a statement does not.
+fn is_question(text: &str) -> bool {
+    text.contains('?')
+        || raw_words(text)
+            .next()
+            .is_some_and(|w| QUESTION_OPENINGS.binary_search(&fold(w).as_str()).is_ok())
 }
 
 /// Whether two words share a beginning of four letters or more that is most of the shorter

@@ -83,7 +83,13 @@ fn the_sentence_must_hold_the_kind_of_answer_asked_for() {
 
 #[test]
 fn word_lists_are_sorted_for_binary_search() {
-    for list in [NEGATIONS, MONTHS, TIME_WORDS, NUMBER_WORDS] {
+    for list in [
+        NEGATIONS,
+        MONTHS,
+        TIME_WORDS,
+        NUMBER_WORDS,
+        QUESTION_OPENINGS,
+    ] {
         assert!(list.windows(2).all(|w| w[0] < w[1]), "{list:?}");
     }
 }
@@ -179,6 +185,16 @@ fn an_instruction_after_the_question_does_not_negate_it() {
     let question = "Does AMEX have an improving operating margin as of 2022? If operating margin \
                     is not a useful metric, then state that and explain why.";
     assert!(Demands::of(question).met_by(sentence, sentence, &document(sentence)));
+}
+
+#[test]
+fn a_statement_to_check_demands_nothing() {
+    let evidence = "Aspirin did not lower the risk of stroke in 12 trials.";
+    let claim = Demands::of("Aspirin raises the risk of stroke in 20% of patients.");
+    assert_eq!(claim, Demands::default());
+    assert!(claim.met_by(evidence, evidence, &document(evidence)));
+    assert!(is_question("who founded the Yuan dynasty"));
+    assert!(!is_question("The Yuan dynasty was founded by Kublai."));
 }
 
 #[test]
