@@ -82,7 +82,7 @@ enum Body {
 /// What one page's visit came to.
 enum Visit {
     /// Fetched (2xx): where it answered from, its state and body.
-    Fetched(Url, PageState, Bytes),
+    Fetched(Url, Box<PageState>, Bytes),
     /// Unchanged since the previous run (a 304, or the same sitemap `<lastmod>`).
     Unchanged,
     /// 404 or 410: the page is gone.
@@ -213,7 +213,7 @@ impl WebOrigin {
             StatusCode::NOT_FOUND | StatusCode::GONE => Visit::Gone,
             status if status.is_success() => {
                 let state = self.state(&answer, lastmod);
-                Visit::Fetched(answer.url, state, answer.body)
+                Visit::Fetched(answer.url, Box::new(state), answer.body)
             }
             status => Visit::Failed(format!("HTTP {}", status.as_u16())),
         }
@@ -425,7 +425,7 @@ impl WebOrigin {
     }
 
     /// The pages the sitemap (and the sitemaps an index names) lists.
-    async fn from_sitemaps(
+    async fn sitemap_listing(
         &self,
         previous: &HashMap<String, String>,
         robots: &Robots,
@@ -629,7 +629,7 @@ impl Origin for WebOrigin {
             return Err(SyncError::Origin(why));
         }
         let listing = if self.sitemap {
-            self.from_sitemaps(previous, &robots).await?
+            self.sitemap_listing(previous, &robots).await?
         } else {
             self.crawl(previous, &robots).await?
         };
