@@ -1,5 +1,5 @@
 //! Sources that keep themselves in sync with an origin (a folder on the server, an S3 bucket
-//! prefix): created by admin keys, run on demand or every `intervalSeconds`, each run taking
+//! prefix, a web site): created by admin keys, run on demand or every `intervalSeconds`, each run taking
 //! the origin's new items as documents, changed ones as new versions of the same documents,
 //! and deleting the documents of items that are gone; unchanged items are not fetched again.
 //! Credentials are sealed before they are stored and never shown.
@@ -13,7 +13,7 @@ use quire_core::{
     ExternalId, Metadata, NewSource, SourceId, SourceRecord, SourceScope, SourceType,
 };
 use quire_store::{Created, NewSync, SourceSync, SyncCounts, SyncRun};
-use quire_sync::{FolderOrigin, Origin, Patterns, S3Origin, S3Spec, SecretBox};
+use quire_sync::{FolderOrigin, Origin, Patterns, S3Origin, S3Spec, SecretBox, WebOrigin, WebSpec};
 use serde_json::{Map, Value, json};
 
 use crate::sources::SourceSpec;
@@ -33,13 +33,17 @@ pub const SYNC_ITEMS: &str = "quire_sync_items_total";
 /// Counter of bytes sync runs fetched from their origins.
 pub const SYNC_BYTES: &str = "quire_sync_fetched_bytes_total";
 
-/// What syncing needs from the operator: where folders may be read, the key that seals
-/// credentials, and this node's name (each run records the node that runs it).
+/// What syncing needs from the operator: where folders may be read, whether web sources may
+/// reach internal addresses, the key that seals credentials, and this node's name (each run
+/// records the node that runs it).
 #[derive(Clone)]
 pub struct SyncSettings {
     /// Directories a `folder` source may read from (`connectors.folder_roots`); none: no
     /// folder source can be created.
     pub folder_roots: Vec<PathBuf>,
+    /// Whether web sources may reach loopback, private and link-local addresses
+    /// (`connectors.allow_private_targets`).
+    pub allow_private_targets: bool,
     /// Seals and opens the sources' credentials.
     pub secrets: Arc<SecretBox>,
     /// This node's name.
@@ -50,6 +54,7 @@ impl std::fmt::Debug for SyncSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SyncSettings")
             .field("folder_roots", &self.folder_roots)
+            .field("allow_private_targets", &self.allow_private_targets)
             .field("node", &self.node)
             .finish_non_exhaustive()
     }
@@ -67,6 +72,10 @@ pub struct SyncRequest {
 
 /// The fields every `sync` object may have besides its type's own.
 const COMMON_FIELDS: [&str; 3] = ["include", "exclude", "intervalSeconds"];
+/// A web source's cap on pages per run.
+const WEB_MAX_PAGES: &str = "maxPages";
+/// A web source's cap on link depth from its start page.
+const WEB_MAX_DEPTH: &str = "maxDepth";
 
 impl SyncRequest {
     /// Validates the `sync` object of a source of type `kind`; [`AppError::Invalid`] naming
@@ -86,6 +95,7 @@ impl SyncRequest {
                 "secretAccessKey",
                 "allowHttp",
             ],
+            SourceType::Web => &["url", WEB_MAX_PAGES, WEB_MAX_DEPTH],
             SourceType::Network => {
                 return Err(AppError::Invalid(
                     "a \"network\" source is filled by uploads and takes no `sync`".into(),
@@ -124,8 +134,24 @@ impl SyncRequest {
                     ))
                 })?,
         };
+        for (field, max) in [
+            (WEB_MAX_PAGES, quire_sync::web::MAX_PAGES),
+            (WEB_MAX_DEPTH, quire_sync::web::MAX_DEPTH),
+        ] {
+            let least = u64::from(field == WEB_MAX_PAGES);
+            match object.get(field) {
+                None | Some(Value::Null) => {}
+                Some(value) if value.as_u64().is_some_and(|n| (least..=max).contains(&n)) => {}
+                Some(_) => {
+                    return Err(invalid(format!(
+                        "`{field}` must be a whole number from {least} to {max}"
+                    )));
+                }
+            }
+        }
         for field in own {
             match (object.get(*field), *field) {
+                (_, WEB_MAX_PAGES | WEB_MAX_DEPTH) => {}
                 (Some(Value::Bool(_)) | None | Some(Value::Null), "allowHttp") => {}
                 (Some(_), "allowHttp") => {
                     return Err(invalid("`allowHttp` must be true or false".into()));
@@ -180,13 +206,18 @@ impl SyncRequest {
             .map(str::to_owned)
     }
 
+    fn number(&self, field: &str) -> Option<u64> {
+        self.config.get(field).and_then(Value::as_u64)
+    }
+
     /// The origin these settings read, with `secret` as the S3 credential.
     fn origin(
         &self,
-        settings: &SyncSettings,
+        services: &Services,
         secret: Option<String>,
     ) -> Result<Box<dyn Origin>, AppError> {
         let invalid = |e: quire_sync::SyncError| AppError::Invalid(format!("sync: {e}"));
+        let settings = sync_settings(services)?;
         let patterns = self.patterns()?;
         Ok(match self.kind {
             SourceType::Folder => {
@@ -209,6 +240,20 @@ impl SyncRequest {
                         .unwrap_or(false),
                 };
                 Box::new(S3Origin::new(&spec, patterns).map_err(invalid)?)
+            }
+            SourceType::Web => {
+                let spec = WebSpec {
+                    url: self.text("url").unwrap_or_default(),
+                    max_pages: self
+                        .number(WEB_MAX_PAGES)
+                        .unwrap_or(quire_sync::web::DEFAULT_MAX_PAGES),
+                    max_depth: self
+                        .number(WEB_MAX_DEPTH)
+                        .unwrap_or(quire_sync::web::DEFAULT_MAX_DEPTH),
+                    allow_private: settings.allow_private_targets,
+                    max_page_bytes: services.max_upload_bytes(),
+                };
+                Box::new(WebOrigin::new(&spec, patterns).map_err(invalid)?)
             }
             SourceType::Network => {
                 return Err(AppError::Invalid("a network source does not sync".into()));
@@ -269,7 +314,16 @@ pub async fn create(
     }
     let settings = sync_settings(services)?;
     // Checks the settings (roots, URL, patterns) without contacting the origin.
-    sync.origin(settings, sync.secret.clone())?;
+    sync.origin(services, sync.secret.clone())?;
+    if sync.kind == SourceType::Web {
+        // A site on an internal address is refused now rather than at every run.
+        quire_sync::web::check_target(
+            &sync.text("url").unwrap_or_default(),
+            settings.allow_private_targets,
+        )
+        .await
+        .map_err(|e| AppError::Invalid(format!("sync: {e}")))?;
+    }
     let now = services.clock.now();
     let mut config = sync.config.clone();
     config.insert("intervalSeconds".into(), json!(sync.interval_seconds));
@@ -455,17 +509,17 @@ async fn sync_once(services: &Services, run: &mut SyncRun) -> Result<(), AppErro
         .map(|sealed| settings.secrets.open(sealed))
         .transpose()
         .map_err(|e| AppError::Invalid(format!("the source's credential cannot be opened: {e}")))?;
-    let origin = request.origin(settings, secret)?;
-    let items = origin
-        .list()
-        .await
-        .map_err(|e| AppError::Invalid(format!("the origin could not be listed: {e}")))?;
+    let origin = request.origin(services, secret)?;
     let known: HashMap<String, String> = services
         .store
         .sync_items(source)
         .await?
         .into_iter()
         .collect();
+    let items = origin
+        .list_since(&known)
+        .await
+        .map_err(|e| AppError::Invalid(format!("the origin could not be listed: {e}")))?;
     let actor = Actor::Sync { source };
     // The source's documents by external id, read once for the whole run.
     let documents: HashMap<String, quire_core::DocumentId> = services

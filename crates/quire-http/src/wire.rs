@@ -24,7 +24,8 @@ pub struct SourceJson {
     name: String,
     /// At most 2000 characters, may be empty.
     description: String,
-    /// `network` (filled by uploads), or `folder` or `s3` (filled by syncing from an origin).
+    /// `network` (filled by uploads), or `folder`, `s3` or `web` (filled by syncing from an
+    /// origin).
     #[serde(rename = "type")]
     #[schema(example = "network")]
     source_type: String,
@@ -33,7 +34,7 @@ pub struct SourceJson {
     /// When it was created.
     #[schema(format = DateTime)]
     created_at: String,
-    /// How a `folder` or `s3` source syncs (in the source's detail and the answer that
+    /// How a `folder`, `s3` or `web` source syncs (in the source's detail and the answer that
     /// created it); absent for a network source and in lists.
     #[serde(skip_serializing_if = "Option::is_none")]
     sync: Option<SyncJson>,

@@ -223,6 +223,7 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
         semantic_preparing: prepare_semantic,
         syncs: Some(quire_app::syncs::SyncSettings {
             folder_roots: config.connectors.folder_roots.clone(),
+            allow_private_targets: config.connectors.allow_private_targets,
             secrets: Arc::new(
                 quire_sync::SecretBox::load_or_create(
                     data_dir,

@@ -641,7 +641,7 @@ pub struct DeletedDocument {
 /// How a syncing source reaches its origin, to store with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewSync {
-    /// `folder` or `s3`.
+    /// `folder`, `s3` or `web`.
     pub kind: String,
     /// The origin's settings as a JSON object, credentials left out.
     pub config: String,
@@ -658,7 +658,7 @@ pub struct NewSync {
 pub struct SourceSync {
     /// The source.
     pub source_id: SourceId,
-    /// `folder` or `s3`.
+    /// `folder`, `s3` or `web`.
     pub kind: String,
     /// The origin's settings (a JSON object), credentials left out.
     pub config: String,

@@ -1,7 +1,7 @@
 //! The origins a syncing source reads (issue 35): a directory on the server
-//! ([`FolderOrigin`]) or a prefix of an S3-compatible bucket ([`S3Origin`]), both behind one
-//! small trait, [`Origin`]; the [`Patterns`] that choose their items; and the [`SecretBox`]
-//! that seals a source's credentials at rest.
+//! ([`FolderOrigin`]), a prefix of an S3-compatible bucket ([`S3Origin`]) or a web site
+//! ([`WebOrigin`]), all behind one small trait, [`Origin`]; the [`Patterns`] that choose their
+//! items; and the [`SecretBox`] that seals a source's credentials at rest.
 //!
 //! An origin only lists and reads. Turning new, changed and gone items into documents,
 //! versions and deletions is the caller's work, keyed by [`Item::external_id`] and
@@ -12,6 +12,9 @@ mod folder;
 mod patterns;
 mod s3;
 mod secret;
+pub mod web;
+
+use std::collections::HashMap;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -22,17 +25,20 @@ pub use folder::FolderOrigin;
 pub use patterns::Patterns;
 pub use s3::{S3Origin, S3Spec};
 pub use secret::SecretBox;
+pub use web::{WebOrigin, WebSpec};
 
 /// One item of an origin.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Item {
     /// The document's external id: the path under the folder with `/` separators
-    /// ("reports/q1.pdf"), or the S3 object key (the full key, e.g. "prefix/reports/q1.pdf").
+    /// ("reports/q1.pdf"), the S3 object key (the full key, e.g. "prefix/reports/q1.pdf"), or
+    /// the page's URL without its fragment.
     pub external_id: String,
     /// The file name to upload it as (last path component).
     pub name: String,
     /// What tells a change: folder: "size:<bytes>;mtime:<unix nanos>"; S3: "etag:<etag>"
-    /// (or "size:<bytes>;mtime:<unix nanos>" when there is no etag).
+    /// (or "size:<bytes>;mtime:<unix nanos>" when there is no etag); web: "web:" and a JSON
+    /// object of the page's validators, SHA-256, metadata and links.
     pub fingerprint: String,
     /// Size in bytes.
     pub size: u64,
@@ -41,7 +47,7 @@ pub struct Item {
     /// Metadata from the origin, a JSON object of string values with keys of letters,
     /// digits, `_`, `-`, `.` (at most 64 characters): folder: {"modifiedAt": "<RFC 3339>"};
     /// S3: the object's user metadata (x-amz-meta-* keys, lower-cased and sanitised) plus
-    /// "modifiedAt".
+    /// "modifiedAt"; web: "title", "language" and "modifiedAt" when the page tells them.
     pub metadata: serde_json::Map<String, serde_json::Value>,
 }
 
@@ -50,6 +56,14 @@ pub struct Item {
 pub trait Origin: Send + Sync {
     /// Every item the patterns take, in external-id order. A listing failure fails the run.
     async fn list(&self) -> Result<Vec<Item>, SyncError>;
+
+    /// [`list`](Origin::list), knowing the fingerprints the previous run recorded (external
+    /// id → fingerprint): an origin that can ask whether an item changed (a web site's
+    /// conditional requests) does, and gives an unchanged item its previous fingerprint back.
+    async fn list_since(&self, previous: &HashMap<String, String>) -> Result<Vec<Item>, SyncError> {
+        let _ = previous;
+        self.list().await
+    }
 
     /// The item's bytes, streamed (never held whole in memory).
     async fn open(

@@ -27,15 +27,17 @@ pub(super) struct CreateSource {
     /// At most 2000 characters; empty when left out.
     #[schema(value_type = String, max_length = 2000)]
     description: Option<String>,
-    /// `network` (the default: filled by uploads), `folder` or `s3` (filled by syncing from
-    /// an origin; with `sync`, and only with an admin key).
+    /// `network` (the default: filled by uploads), `folder`, `s3` or `web` (filled by syncing
+    /// from an origin; with `sync`, and only with an admin key).
     #[serde(rename = "type")]
     #[schema(value_type = String, example = "network")]
     source_type: Option<String>,
-    /// How a `folder` or `s3` source syncs: `folder`: `{"path"}` (under
+    /// How a `folder`, `s3` or `web` source syncs: `folder`: `{"path"}` (under
     /// `connectors.folder_roots`); `s3`: `{"url": "s3://bucket/prefix/", "endpoint", "region",
-    /// "accessKeyId", "secretAccessKey", "allowHttp"}`; both: `include` and `exclude` (glob
-    /// patterns over external ids) and `intervalSeconds` (0: on demand only; default 3600).
+    /// "accessKeyId", "secretAccessKey", "allowHttp"}`; `web`: `{"url"` (a sitemap ending in
+    /// `.xml`, or a start page), `"maxPages"` (1–10000, default 1000), `"maxDepth"}` (0–20,
+    /// default 5); all: `include` and `exclude` (glob patterns over external ids) and
+    /// `intervalSeconds` (0: on demand only; default 3600).
     #[schema(value_type = Option<Object>)]
     sync: Option<serde_json::Value>,
 }
@@ -117,8 +119,8 @@ pub(super) async fn create(
         }
         (false, Some(_)) => {
             return Err(ApiError::BadRequest(
-                "`sync` goes with a `folder` or `s3` source; a network source is filled by \
-                 uploads"
+                "`sync` goes with a `folder`, `s3` or `web` source; a network source is filled \
+                 by uploads"
                     .into(),
             ));
         }
@@ -133,8 +135,8 @@ pub(super) async fn create(
     ))
 }
 
-/// Starts a sync run of a `folder` or `s3` source now; it runs in the background (follow it in
-/// `GET …/syncs`). Needs `read-write`.
+/// Starts a sync run of a `folder`, `s3` or `web` source now; it runs in the background
+/// (follow it in `GET …/syncs`). Needs `read-write`.
 #[utoipa::path(post, path = "/api/v1/sources/{id}/sync", tag = "sources", params(SourcePath),
     responses(
         (status = 202, description = "Started", body = SyncRunJson),
@@ -152,7 +154,7 @@ pub(super) async fn sync_now(
     Ok((StatusCode::ACCEPTED, Json(SyncRunJson::from(&run))))
 }
 
-/// The sync runs of a `folder` or `s3` source, newest first.
+/// The sync runs of a `folder`, `s3` or `web` source, newest first.
 #[utoipa::path(get, path = "/api/v1/sources/{id}/syncs", tag = "sources",
     params(SourcePath, RunsQuery),
     responses(

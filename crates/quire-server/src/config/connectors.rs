@@ -1,5 +1,5 @@
-//! `[connectors]`: what sources that sync may reach, and the key their credentials are sealed
-//! with.
+//! `[connectors]`: what sources that sync may reach (folders, internal addresses), and the key
+//! their credentials are sealed with.
 
 use std::path::PathBuf;
 
@@ -15,6 +15,10 @@ pub struct ConnectorsConfig {
     /// (`QUIRE_CONNECTORS_FOLDER_ROOTS`), comma-separated.
     #[serde(deserialize_with = "paths")]
     pub folder_roots: Vec<PathBuf>,
+    /// Let `web` sources reach loopback, private, link-local and other internal addresses
+    /// (refused by default, for every request of a run: redirects, robots.txt and sitemaps
+    /// too). In the environment: `QUIRE_CONNECTORS_ALLOW_PRIVATE_TARGETS`.
+    pub allow_private_targets: bool,
     /// The key sources' credentials are sealed with: 32 bytes, base64. Unset: a key generated
     /// into `<data_dir>/connectors.key` (owner-only) at the first start. See
     /// docs/operations.md for rotating it.

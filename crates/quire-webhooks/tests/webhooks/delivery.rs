@@ -279,7 +279,7 @@ async fn unusable_urls_and_secrets_fail_without_a_request() {
     .await;
     assert_eq!(
         outcome.error.as_deref(),
-        Some("refused target: unsupported scheme `ftp`: webhook targets must be http or https")
+        Some("refused target: unsupported scheme `ftp`: targets must be http or https")
     );
 
     let receiver = Receiver::start().await;

@@ -43,5 +43,6 @@ mod semantic;
 mod sources;
 mod store_outage;
 mod syncs;
+mod syncs_web;
 mod versions;
 mod webhooks;
