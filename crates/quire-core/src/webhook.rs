@@ -60,7 +60,7 @@ impl fmt::Display for WebhookEvent {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "unknown webhook event {0:?}; expected document.ready, document.failed, \
-     document.pii_detected or document.deleted"
+     document.pii_detected, document.deleted or source.synced"
 )]
 pub struct UnknownWebhookEvent(pub String);
 

@@ -238,6 +238,8 @@ pub struct Report {
     pub answered: usize,
     /// Of them, citing the paragraph (whatever the text).
     pub cited: usize,
+    /// Of them, containing a gold answer (cited or not: a model may write no markers).
+    pub containing: usize,
     /// Of them, abstained on.
     pub wrongly_abstained: usize,
     /// Unanswerable questions asked.
@@ -255,6 +257,7 @@ impl Report {
             answerable: answerable.len(),
             answered: answerable.iter().filter(|o| o.answered()).count(),
             cited: answerable.iter().filter(|o| o.cites_paragraph).count(),
+            containing: answerable.iter().filter(|o| o.contains_gold).count(),
             wrongly_abstained: answerable.iter().filter(|o| o.abstained).count(),
             unanswerable: unanswerable.len(),
             abstained: unanswerable.iter().filter(|o| o.abstained).count(),
@@ -273,13 +276,15 @@ impl Report {
         println!(
             "\nanswers ({generator}): {} questions\n\
              answerable   {:>5}: answered with a gold answer citing its paragraph {:.3} ({}), \
-             citing its paragraph {:.3}, abstained {:.3}\n\
+             citing its paragraph {:.3}, containing a gold answer (cited or not) {:.3}, \
+             abstained {:.3}\n\
              unanswerable {:>5}: abstained {:.3} ({})",
             questions.len(),
             self.answerable,
             share(self.answered, self.answerable),
             self.answered,
             share(self.cited, self.answerable),
+            share(self.containing, self.answerable),
             share(self.wrongly_abstained, self.answerable),
             self.unanswerable,
             share(self.abstained, self.unanswerable),
@@ -369,6 +374,7 @@ mod tests {
                 answerable: 3,
                 answered: 1,
                 cited: 1,
+                containing: 2,
                 wrongly_abstained: 1,
                 unanswerable: 2,
                 abstained: 1,
