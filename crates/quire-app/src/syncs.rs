@@ -275,6 +275,80 @@ impl SyncRequest {
     }
 }
 
+/// Replaces the sync settings of source `id` with `sync` (the whole object, as at creation;
+/// a stored credential is kept when `sync` gives none); an admin key's to make. The settings
+/// are checked as at creation, the next run comes at once (items the new patterns leave out
+/// are then deleted like items gone from the origin), and the change is audited. A network
+/// source is [`AppError::Invalid`]; one outside the key's scope [`AppError::NotFound`].
+pub async fn update(
+    services: &Services,
+    actor: &Actor,
+    scope: &SourceScope,
+    id: SourceId,
+    sync: &Value,
+) -> Result<(SourceRecord, Option<SyncView>), AppError> {
+    let source = crate::sources::get(services, scope, id).await?;
+    if !actor.is_admin() {
+        return Err(AppError::Forbidden(
+            "changing how a source syncs needs an admin key: the server reads its origin on \
+             the caller's behalf"
+                .into(),
+        ));
+    }
+    let kind = SourceType::parse(&source.source_type).map_err(|e| AppError::internal(&e.0))?;
+    if kind == SourceType::Network {
+        return Err(AppError::Invalid(format!(
+            "data source {id} is a network source: it is filled by uploads and does not sync"
+        )));
+    }
+    let request = SyncRequest::parse(kind, sync)?;
+    let settings = sync_settings(services)?;
+    request.origin(services, request.secret.clone())?;
+    if kind == SourceType::Web {
+        quire_sync::web::check_target(
+            &request.text("url").unwrap_or_default(),
+            settings.allow_private_targets,
+        )
+        .await
+        .map_err(|e| AppError::Invalid(format!("sync: {e}")))?;
+    }
+    let stored = services
+        .store
+        .source_sync(id)
+        .await?
+        .ok_or_else(|| AppError::internal(&format!("syncing source {id} has no settings")))?;
+    let sealed_secret = match &request.secret {
+        Some(secret) => Some(settings.secrets.seal(secret)),
+        None => stored.sealed_secret,
+    };
+    let now = services.clock.now();
+    let updated = services
+        .store
+        .update_source_sync(
+            id,
+            NewSync {
+                kind: kind.as_str().to_owned(),
+                config: Value::Object(request.config.clone()).to_string(),
+                sealed_secret,
+                interval_seconds: request.interval_seconds,
+                next_run_at: Some(now),
+            },
+        )
+        .await?;
+    if !updated {
+        return Err(AppError::NotFound(format!("data source {id} not found")));
+    }
+    audit::record(
+        services,
+        actor,
+        "source.sync_changed",
+        format!("{} ({id}): its {kind} sync settings replaced", source.name),
+    )
+    .await?;
+    let view = view(services, scope, id).await?;
+    Ok((source, view))
+}
+
 /// A source's sync as callers see it: its settings without credentials, whether one is
 /// stored, its last run and when it next runs by itself.
 #[derive(Debug, Clone)]

@@ -46,7 +46,7 @@ fn the_document_is_openapi_3_1_with_every_operation() {
         .map(|item| item.as_object().map_or(0, |ops| ops.len()))
         .sum();
     // 25 Agent API operations, the version endpoint and this document.
-    assert_eq!(operations, 27, "{:?}", paths.keys().collect::<Vec<_>>());
+    assert_eq!(operations, 28, "{:?}", paths.keys().collect::<Vec<_>>());
     assert_eq!(
         document["components"]["securitySchemes"]["bearer"]["scheme"],
         "bearer"

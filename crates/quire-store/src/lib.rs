@@ -70,6 +70,9 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<SourceRecord>;
     /// A source's origin settings, when it syncs.
     async fn source_sync(&self, source: SourceId) -> StoreResult<Option<SourceSync>>;
+    /// Replaces a syncing source's origin settings (its kind stays); false when the source
+    /// does not sync (or does not exist).
+    async fn update_source_sync(&self, source: SourceId, sync: NewSync) -> StoreResult<bool>;
     /// Starts run `id` of `source` on `node` at `now`; `None` (nothing started) while another
     /// run of the source runs, on this or any node.
     async fn start_sync_run(

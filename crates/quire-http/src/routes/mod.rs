@@ -60,7 +60,10 @@ pub fn router(state: AppState) -> Router {
         .route("/sources", get(sources::list).post(sources::create))
         .route("/sources/{id}", get(sources::get))
         .route("/sources/{id}/documents", get(documents::list))
-        .route("/sources/{id}/sync", post(sources::sync_now))
+        .route(
+            "/sources/{id}/sync",
+            post(sources::sync_now).patch(sources::change_sync),
+        )
         .route("/sources/{id}/syncs", get(sources::sync_runs))
         .route(
             "/sources/{id}/documents/upload",

@@ -29,7 +29,8 @@ use crate::request_id::MAX_REQUEST_ID_LEN;
         license(name = "MIT OR Apache-2.0"),
     ),
     paths(
-        sources::list, sources::create, sources::get, sources::sync_now, sources::sync_runs,
+        sources::list, sources::create, sources::get, sources::sync_now, sources::change_sync,
+        sources::sync_runs,
         documents::list, documents::get, documents::patch, documents::delete, documents::original,
         upload::single, upload::bulk, upload::version,
         search::search,

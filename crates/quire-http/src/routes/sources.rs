@@ -12,7 +12,7 @@ use utoipa::ToSchema;
 
 use super::SourcePath;
 use super::paging::{PageQuery, next_link};
-use crate::auth::{Read, ReadWrite, Require};
+use crate::auth::{Admin, Read, ReadWrite, Require};
 use crate::error::ErrorBody;
 use crate::extract::{ApiJson, ApiPath};
 use crate::wire::{SourceDetailJson, SourceJson, SyncRunJson};
@@ -133,6 +133,28 @@ pub(super) async fn create(
         [(header::LOCATION, location)],
         Json(SourceJson::from(&source).with_sync(sync.as_ref())),
     ))
+}
+
+/// Replaces how a `folder`, `s3` or `web` source syncs: the body is a whole `sync` object of
+/// the source's type, as at creation (a stored `secretAccessKey` is kept when none is given;
+/// it is never shown). The next run comes at once; documents of items the new settings leave
+/// out are deleted by it. Needs `admin`.
+#[utoipa::path(patch, path = "/api/v1/sources/{id}/sync", tag = "sources", params(SourcePath),
+    request_body(content = Object, description = "The source's new `sync` object (see `POST /api/v1/sources`)"),
+    responses(
+        (status = 200, description = "The source with its new settings", body = SourceJson),
+        (status = 400, description = "Invalid settings, or the source is a network source (which does not sync)", body = ErrorBody),
+        (status = 403, description = "Not an admin key", body = ErrorBody),
+        (status = 404, description = "No such source in the key's scope", body = ErrorBody),
+    ))]
+pub(super) async fn change_sync(
+    State(state): State<AppState>,
+    Require(caller, _): Require<Admin>,
+    ApiPath(SourcePath { id }): ApiPath<SourcePath>,
+    ApiJson(sync): ApiJson<serde_json::Value>,
+) -> Result<Json<SourceJson>, ApiError> {
+    let (source, view) = syncs::update(&state, &caller.actor(), caller.scope(), id, &sync).await?;
+    Ok(Json(SourceJson::from(&source).with_sync(view.as_ref())))
 }
 
 /// Starts a sync run of a `folder`, `s3` or `web` source now; it runs in the background

@@ -55,6 +55,10 @@ impl<B: Backend> Store for B {
         syncs::get(self, source).await
     }
 
+    async fn update_source_sync(&self, source: SourceId, sync: NewSync) -> StoreResult<bool> {
+        syncs::update(self, source, sync).await
+    }
+
     async fn start_sync_run(
         &self,
         source: SourceId,

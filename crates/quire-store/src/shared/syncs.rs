@@ -126,6 +126,32 @@ fn is_unique_violation(e: &sqlx::Error) -> bool {
         .is_some_and(|db| db.kind() == sqlx::error::ErrorKind::UniqueViolation)
 }
 
+/// [`crate::Store::update_source_sync`].
+pub(crate) async fn update<B: Backend>(
+    store: &B,
+    source: SourceId,
+    sync: NewSync,
+) -> StoreResult<bool> {
+    let changed = store
+        .write()
+        .await?
+        .execute(
+            Query::new(
+                "UPDATE source_syncs SET config = $1, sealed_secret = $2, interval_seconds = $3,
+                                         next_run_at = $4
+                 WHERE source_id = $5 AND kind = $6",
+            )
+            .bind(sync.config.as_str())
+            .bind(sync.sealed_secret.as_deref())
+            .bind(sync.interval_seconds)
+            .bind(sync.next_run_at)
+            .bind(source)
+            .bind(sync.kind.as_str()),
+        )
+        .await?;
+    Ok(changed == 1)
+}
+
 /// [`crate::Store::finish_sync_run`].
 pub(crate) async fn finish<B: Backend>(
     store: &B,

@@ -167,6 +167,7 @@ enum Op {
     CreateSource,
     GetSource,
     SyncNow,
+    ChangeSync,
     SyncRuns,
     ListDocuments,
     Upload,
@@ -192,11 +193,12 @@ enum Op {
     OpenApi,
 }
 
-const OPS: [Op; 27] = [
+const OPS: [Op; 28] = [
     Op::ListSources,
     Op::CreateSource,
     Op::GetSource,
     Op::SyncNow,
+    Op::ChangeSync,
     Op::SyncRuns,
     Op::ListDocuments,
     Op::Upload,
@@ -230,6 +232,7 @@ impl Op {
             Op::CreateSource => ("post", "/api/v1/sources"),
             Op::GetSource => ("get", "/api/v1/sources/{id}"),
             Op::SyncNow => ("post", "/api/v1/sources/{id}/sync"),
+            Op::ChangeSync => ("patch", "/api/v1/sources/{id}/sync"),
             Op::SyncRuns => ("get", "/api/v1/sources/{id}/syncs"),
             Op::ListDocuments => ("get", "/api/v1/sources/{id}/documents"),
             Op::Upload => ("post", "/api/v1/sources/{id}/documents/upload"),
@@ -266,6 +269,7 @@ impl Op {
             | Op::OpenApi => &[NoId],
             Op::GetSource
             | Op::SyncNow
+            | Op::ChangeSync
             | Op::SyncRuns
             | Op::ListDocuments
             | Op::Upload
@@ -304,6 +308,7 @@ impl Op {
             Op::ListReviews | Op::GetReview | Op::Approve | Op::Redact | Op::Reject => {
                 Some(Permission::Admin)
             }
+            Op::ChangeSync => Some(Permission::Admin),
             Op::ListWebhooks
             | Op::CreateWebhook
             | Op::GetWebhook
@@ -378,9 +383,9 @@ fn expected(caller: Caller, op: Op, target: Target) -> Expected {
         return refused(StatusCode::FORBIDDEN, "forbidden");
     }
     // The world's sources are network sources, which do not sync: one visible to the caller
-    // cannot be asked to sync (400), and lists no runs (200; the runs of syncing sources are
+    // cannot be asked to sync or given sync settings (400), and lists no runs (200; the runs of syncing sources are
     // tested in `syncs.rs`).
-    if op == Op::SyncNow && target.visible(reach) {
+    if matches!(op, Op::SyncNow | Op::ChangeSync) && target.visible(reach) {
         return refused(StatusCode::BAD_REQUEST, "bad_request");
     }
     if target.visible(reach) {

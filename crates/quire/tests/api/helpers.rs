@@ -276,6 +276,16 @@ impl TestServer {
             .unwrap()
     }
 
+    pub async fn patch_json(&self, key: &str, path: &str, body: &Value) -> Response {
+        self.client
+            .patch(self.url(path))
+            .bearer_auth(key)
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
     pub async fn create_source(&self, key: &str, name: &str) -> String {
         let response = self
             .post_json(

@@ -416,3 +416,105 @@ async fn an_s3_source_follows_its_bucket_prefix() {
     std::fs::remove_dir_all(&objects).ok();
     std::fs::remove_dir_all(data.join(format!("{prefix}-other"))).ok();
 }
+
+#[tokio::test]
+async fn an_admin_changes_how_a_source_syncs_and_the_next_run_follows_the_new_settings() {
+    let root = tempfile::tempdir().unwrap();
+    let docs = root.path().join("docs");
+    write(&docs, "pumps.md", "# Pumps\n\nPrime the pump.\n");
+    write(&docs, "draft.txt", "A draft about valves.");
+    let roots = vec![root.path().to_path_buf()];
+    let server = TestServer::start_with(move |c| c.connectors.folder_roots = roots).await;
+    let admin = server.key(Permission::Admin).await;
+    let writer = server.key(Permission::ReadWrite).await;
+    let response = create(
+        &server,
+        &admin,
+        json!({"name": "Handbook", "type": "folder",
+            "sync": {"path": docs, "intervalSeconds": 0}}),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let id = body(response).await["id"].as_str().unwrap().to_owned();
+    let first = finished_run(&server, &admin, &id, 0).await;
+    assert_eq!(first["added"], 2, "{first}");
+    let path = format!("/api/v1/sources/{id}/sync");
+    let settings = json!({"path": docs, "exclude": ["**/*.txt"], "intervalSeconds": 600});
+
+    // Only an admin key may change it, and bad settings change nothing.
+    assert_error(
+        server.patch_json(&writer, &path, &settings).await,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    )
+    .await;
+    let outside = json!({"path": std::env::temp_dir().join("elsewhere"), "intervalSeconds": 0});
+    assert_error(
+        server.patch_json(&admin, &path, &outside).await,
+        StatusCode::BAD_REQUEST,
+        "bad_request",
+    )
+    .await;
+    assert_error(
+        server
+            .patch_json(&admin, &path, &json!({"path": docs, "maxPages": 3}))
+            .await,
+        StatusCode::BAD_REQUEST,
+        "bad_request",
+    )
+    .await;
+    let network = server.create_source(&admin, "Uploads").await;
+    assert_error(
+        server
+            .patch_json(
+                &admin,
+                &format!("/api/v1/sources/{network}/sync"),
+                &settings,
+            )
+            .await,
+        StatusCode::BAD_REQUEST,
+        "bad_request",
+    )
+    .await;
+    let unchanged = body(server.get(&admin, &format!("/api/v1/sources/{id}")).await).await;
+    assert_eq!(
+        unchanged["sync"]["settings"]["intervalSeconds"], 0,
+        "{unchanged}"
+    );
+
+    // The change is shown at once and the next run, which comes at once, follows it: the
+    // file the new pattern leaves out goes, like a file gone from the folder.
+    let response = server.patch_json(&admin, &path, &settings).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let changed = body(response).await;
+    assert_eq!(
+        changed["sync"]["settings"]["exclude"],
+        json!(["**/*.txt"]),
+        "{changed}"
+    );
+    assert_eq!(
+        changed["sync"]["settings"]["intervalSeconds"], 600,
+        "{changed}"
+    );
+    let second = finished_run(&server, &admin, &id, 1).await;
+    assert_eq!(
+        (
+            second["deleted"].clone(),
+            second["unchanged"].clone(),
+            second["failed"].clone()
+        ),
+        (json!(1), json!(1), json!(0)),
+        "{second}"
+    );
+    server.drain().await;
+    let listed = server.documents(&admin, &id).await;
+    let names: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["externalId"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["pumps.md"]);
+    let after = body(server.get(&admin, &format!("/api/v1/sources/{id}")).await).await;
+    assert!(after["sync"]["nextRunAt"].is_string(), "{after}");
+}

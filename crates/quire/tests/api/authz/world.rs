@@ -501,6 +501,13 @@ impl World {
                     format!("/api/v1/sources/{}/sync", self.source_of(target)),
                 )
             }
+            Op::ChangeSync => {
+                json_body = Some(json!({"path": "/srv/handbook"}));
+                (
+                    Method::PATCH,
+                    format!("/api/v1/sources/{}/sync", self.source_of(target)),
+                )
+            }
             Op::SyncRuns => (
                 Method::GET,
                 format!("/api/v1/sources/{}/syncs", self.source_of(target)),
