@@ -535,3 +535,115 @@ async fn killing_the_server_during_version_switches_leaves_one_live_version() {
     }
     server.kill().await;
 }
+
+#[tokio::test]
+async fn killing_the_server_mid_sync_fails_the_run_and_the_next_adds_nothing_twice() {
+    // Enough files, large enough, that the run is still taking them when the kill comes.
+    const FILES: usize = 300;
+    let dir = tempfile::tempdir().unwrap();
+    let folder = tempfile::tempdir().unwrap();
+    let filler =
+        "The casing is vented and the seals are inspected before the pump starts.\n".repeat(400);
+    for i in 0..FILES {
+        let text = format!(
+            "# Note {i}\n\nThe {} valve is checked weekly.\n\n{filler}",
+            marker(i)
+        );
+        std::fs::write(folder.path().join(format!("note-{i:03}.md")), text).unwrap();
+    }
+    let env = || {
+        let mut env = crate::helpers::store_env(dir.path());
+        env.push((
+            "QUIRE_CONNECTORS_FOLDER_ROOTS",
+            folder.path().display().to_string(),
+        ));
+        env
+    };
+    let key = admin_key(dir.path()).await;
+    let client = reqwest::Client::new();
+    let server = Server::start_with(dir.path(), env()).await;
+    let created = post_json(
+        &client,
+        &server,
+        &key,
+        "/api/v1/sources",
+        json!({"name": "Notes", "type": "folder",
+            "sync": {"path": folder.path(), "intervalSeconds": 0}}),
+    )
+    .await;
+    let source = created["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"))
+        .to_owned();
+    // Killed once the run has taken some of the files but not all.
+    let taken = crate::helpers::poll(Duration::from_secs(60), "a run under way", || async {
+        let count = documents(&client, &server, &key, &source)
+            .await
+            .as_array()
+            .map_or(0, Vec::len);
+        (count >= 10).then_some(count)
+    })
+    .await;
+    server.kill().await;
+    assert!(
+        taken < FILES,
+        "the run ended before the kill ({taken} documents)"
+    );
+
+    let server = Server::start_with(dir.path(), env()).await;
+    let runs_path = format!("/api/v1/sources/{source}/syncs");
+    let runs = |server: &Server| {
+        let (client, url, key) = (client.clone(), server.url(&runs_path), key.clone());
+        async move {
+            let runs: Value = client
+                .get(url)
+                .bearer_auth(key)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            runs.as_array().unwrap().clone()
+        }
+    };
+    // The run the kill cut short is failed at start; the sync it was doing is still due, so
+    // a new run comes by itself and finishes the work.
+    let all = crate::helpers::poll(Duration::from_secs(120), "the second run's end", || async {
+        let runs = runs(&server).await;
+        (runs.len() == 2 && runs[0]["status"] != "running").then_some(runs)
+    })
+    .await;
+    let (ended, interrupted) = (all[0].clone(), all[1].clone());
+    assert_eq!(interrupted["status"], "failed", "{interrupted}");
+    assert!(
+        interrupted["error"]
+            .as_str()
+            .unwrap()
+            .contains("interrupted"),
+        "{interrupted}"
+    );
+    assert_eq!(ended["status"], "succeeded", "{ended}");
+    assert_eq!(ended["failed"], 0, "{ended}");
+    // What the first run stored is kept (unchanged), the rest added: each file exactly once.
+    assert_eq!(
+        ended["added"].as_u64().unwrap() + ended["unchanged"].as_u64().unwrap(),
+        FILES as u64,
+        "{ended}"
+    );
+    assert!(ended["unchanged"].as_u64().unwrap() >= 10, "{ended}");
+    let listed = documents(&client, &server, &key, &source).await;
+    let external: BTreeSet<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["externalId"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        listed.as_array().unwrap().len(),
+        FILES,
+        "no file added twice"
+    );
+    assert_eq!(external.len(), FILES);
+    server.kill().await;
+}
