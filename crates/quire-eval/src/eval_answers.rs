@@ -117,6 +117,8 @@ async fn squad_eval(
         None => None,
     };
     let mut progress = Progress::new("answers", questions.len() as u64);
+    // A model server may fail an answer now and then: counted, not fatal to the run.
+    let mut errors = 0usize;
     for question in &questions {
         let Some(document) = names.get(&question.context_id) else {
             bail!(
@@ -125,7 +127,15 @@ async fn squad_eval(
                 question.context_id
             );
         };
-        let (answer, took) = ask(services, &question.text).await?;
+        let (answer, took) = match ask(services, &question.text).await {
+            Ok(answered) => answered,
+            Err(e) => {
+                errors += 1;
+                eprintln!("{e}");
+                progress.inc(1);
+                continue;
+            }
+        };
         generator.clone_from(&answer.generator);
         times.push(took);
         let outcome = Outcome::of(question, document, &answer);
@@ -141,8 +151,15 @@ async fn squad_eval(
         use std::io::Write;
         out.flush()?;
     }
+    if errors > 0 {
+        println!("{errors} questions got an error instead of an answer and are left out");
+    }
+    let asked: Vec<&squad::SquadQuestion> = questions
+        .iter()
+        .filter(|q| outcomes.iter().any(|o| o.id == q.id))
+        .collect();
     let report = squad::Report::of(&outcomes);
-    report.print(&generator, &questions, &outcomes, args.examples);
+    report.print(&generator, &asked, &outcomes, args.examples);
     print_latency(times);
     Ok(())
 }

@@ -170,6 +170,8 @@ pub fn contains_gold(answer: &str, gold: &[String]) -> bool {
 /// How one question was answered.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
+    /// The question's id.
+    pub id: String,
     /// Whether the paragraph answers it.
     pub answerable: bool,
     /// The answer cites nothing.
@@ -186,6 +188,7 @@ impl Outcome {
     /// Scores `answer` to `question`, whose paragraph was ingested as `document`.
     pub fn of(question: &SquadQuestion, document: &str, answer: &CollectedAnswer) -> Self {
         Self {
+            id: question.id.clone(),
             answerable: question.answerable(),
             abstained: answer.citations.is_empty(),
             contains_gold: contains_gold(&answer.text, &question.answers),
@@ -268,7 +271,7 @@ impl Report {
     pub fn print(
         &self,
         generator: &str,
-        questions: &[SquadQuestion],
+        questions: &[&SquadQuestion],
         outcomes: &[Outcome],
         examples: usize,
     ) {
@@ -355,6 +358,7 @@ mod tests {
     #[test]
     fn a_report_counts_each_kind() {
         let outcome = |answerable, abstained, contains_gold, cites_paragraph| Outcome {
+            id: String::new(),
             answerable,
             abstained,
             contains_gold,
