@@ -146,6 +146,7 @@ pub(super) async fn create(
         (status = 400, description = "Invalid settings, or the source is a network source (which does not sync)", body = ErrorBody),
         (status = 403, description = "Not an admin key", body = ErrorBody),
         (status = 404, description = "No such source in the key's scope", body = ErrorBody),
+        (status = 415, description = "Not `application/json`", body = ErrorBody),
     ))]
 pub(super) async fn change_sync(
     State(state): State<AppState>,

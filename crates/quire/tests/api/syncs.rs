@@ -17,8 +17,13 @@ async fn create(server: &TestServer, key: &str, request: Value) -> reqwest::Resp
 }
 
 /// Polls the source's runs until the newest has ended; returns it.
-async fn finished_run(server: &TestServer, key: &str, source: &str, runs_before: usize) -> Value {
-    crate::helpers::poll(Duration::from_secs(30), "the run's end", || async {
+pub(crate) async fn finished_run(
+    server: &TestServer,
+    key: &str,
+    source: &str,
+    runs_before: usize,
+) -> Value {
+    crate::helpers::poll(Duration::from_secs(60), "the run's end", || async {
         let runs = body(
             server
                 .get(key, &format!("/api/v1/sources/{source}/syncs"))

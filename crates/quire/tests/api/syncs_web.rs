@@ -8,7 +8,6 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use axum::http::{HeaderMap, StatusCode as AxumStatus, Uri, header};
 use axum::response::{IntoResponse, Response};
@@ -17,6 +16,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::helpers::{TestServer, assert_error, body};
+use crate::syncs::finished_run;
 
 /// Pages by path, and every request as (path, conditional, status).
 #[derive(Default)]
@@ -115,21 +115,6 @@ async fn serve(
         .log
         .push((path, conditional, response.status().as_u16()));
     response
-}
-
-/// Polls the source's runs until the newest has ended; returns it.
-async fn finished_run(server: &TestServer, key: &str, source: &str, runs_before: usize) -> Value {
-    crate::helpers::poll(Duration::from_secs(60), "the run's end", || async {
-        let runs = body(
-            server
-                .get(key, &format!("/api/v1/sources/{source}/syncs"))
-                .await,
-        )
-        .await;
-        let runs = runs.as_array().unwrap().clone();
-        (runs.len() > runs_before && runs[0]["status"] != "running").then(|| runs[0].clone())
-    })
-    .await
 }
 
 fn counts(run: &Value) -> Vec<Value> {
