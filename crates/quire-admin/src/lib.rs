@@ -80,6 +80,10 @@ pub fn router(state: Services) -> Router {
         .route("/admin/sources/{id}", get(pages::sources::show))
         .route("/admin/sources/{id}/sync", post(pages::sources::sync_now))
         .route(
+            "/admin/sources/{id}/sync-settings",
+            post(pages::sources::change_sync),
+        )
+        .route(
             "/admin/sources/{id}/statuses",
             get(pages::sources::statuses),
         )

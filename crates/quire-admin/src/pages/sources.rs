@@ -37,8 +37,25 @@ fn not_found(signed: &Signed, what: &str) -> Response {
         .into_response()
 }
 
+/// What the create form holds, to fill it in again when something was wrong.
+#[derive(Debug, Default)]
+struct SourceFields<'a> {
+    name: &'a str,
+    description: &'a str,
+    /// `network`, `folder`, `s3` or `web`.
+    source_type: &'a str,
+    /// The `sync` object as typed (JSON).
+    sync: &'a str,
+}
+
 /// The create form, filled in again with what was wrong when `error` is given.
-fn source_form(csrf: &str, error: Option<&str>, name: &str, description: &str) -> Markup {
+fn source_form(csrf: &str, error: Option<&str>, fields: &SourceFields<'_>) -> Markup {
+    let kinds = [
+        ("network", "network: filled by uploads"),
+        ("folder", "folder: a directory on the server"),
+        ("s3", "s3: a bucket prefix"),
+        ("web", "web: a site or sitemap"),
+    ];
     html! {
         h2 id="create" { "Create a source" }
         @if let Some(error) = error {
@@ -47,14 +64,32 @@ fn source_form(csrf: &str, error: Option<&str>, name: &str, description: &str) -
         form method="post" action="/admin/sources" id="new-source" class="card" {
             (csrf_field(csrf))
             label for="source-name" { "Name" }
-            input type="text" id="source-name" name="name" required value=(name);
+            input type="text" id="source-name" name="name" required value=(fields.name);
             label for="source-description" { "Description (optional)" }
-            input type="text" id="source-description" name="description" value=(description);
+            input type="text" id="source-description" name="description" value=(fields.description);
+            label for="source-type" { "Type" }
+            select id="source-type" name="type" {
+                @for (value, label) in kinds {
+                    option value=(value) selected[fields.source_type == value] { (label) }
+                }
+            }
+            label for="source-sync" {
+                "Sync settings, for a folder, s3 or web source (JSON, as the API's "
+                code { "sync" } " object; see docs/connectors.md)"
+            }
+            textarea id="source-sync" name="sync" rows="3"
+                placeholder=r#"{"path": "/srv/handbook", "intervalSeconds": 3600}"# { (fields.sync) }
             // The field and the button are inline: a space keeps them apart.
             " "
             button type="submit" id="create-source" { "Create source" }
         }
     }
+}
+
+/// The `sync` object typed into a form: JSON, an object.
+fn sync_json(raw: &str) -> Result<Value, String> {
+    serde_json::from_str::<Value>(raw)
+        .map_err(|e| format!("the sync settings are not valid JSON: {e}"))
 }
 
 /// The sources and the create form.
@@ -101,7 +136,7 @@ pub(crate) async fn list(
     State(state): State<AdminState>,
     signed: Signed,
 ) -> Result<Html<String>, AdminError> {
-    let form = source_form(&signed.csrf, None, "", "");
+    let form = source_form(&signed.csrf, None, &SourceFields::default());
     list_page(&state, &signed, form).await
 }
 
@@ -115,26 +150,64 @@ pub(crate) async fn create(
     if !signed.csrf_ok(&form) {
         return Ok(csrf_refused());
     }
-    let raw_name = form.get("name").unwrap_or_default().trim();
-    let raw_description = form.get("description").unwrap_or_default().trim();
-    let parsed = SourceName::parse(raw_name).and_then(|name| {
-        SourceDescription::parse(raw_description).map(|description| (name, description))
-    });
-    let (name, description) = match parsed {
-        Ok(parsed) => parsed,
-        Err(e) => {
-            let form = source_form(&signed.csrf, Some(&e.0), raw_name, raw_description);
+    let fields = SourceFields {
+        name: form.get("name").unwrap_or_default().trim(),
+        description: form.get("description").unwrap_or_default().trim(),
+        source_type: form.get("type").unwrap_or("network"),
+        sync: form.get("sync").unwrap_or_default().trim(),
+    };
+    let outcome = create_from(&state, &fields).await?;
+    match outcome {
+        Ok(source) => Ok(Redirect::to(&format!("/admin/sources/{}", source.id)).into_response()),
+        Err(message) => {
+            let form = source_form(&signed.csrf, Some(&message), &fields);
             let page = list_page(&state, &signed, form).await?;
-            return Ok((StatusCode::BAD_REQUEST, page).into_response());
+            Ok((StatusCode::BAD_REQUEST, page).into_response())
         }
+    }
+}
+
+/// Creates the source the form describes: the source, or what was wrong with the form.
+async fn create_from(
+    state: &AdminState,
+    fields: &SourceFields<'_>,
+) -> Result<Result<SourceRecord, String>, AdminError> {
+    let parsed = SourceName::parse(fields.name).and_then(|name| {
+        SourceDescription::parse(fields.description).and_then(|description| {
+            SourceType::parse(fields.source_type).map(|kind| (name, description, kind))
+        })
+    });
+    let (name, description, source_type) = match parsed {
+        Ok(parsed) => parsed,
+        Err(e) => return Ok(Err(e.0)),
     };
     let spec = SourceSpec {
         name,
         description,
-        source_type: SourceType::default(),
+        source_type,
     };
-    let source = sources::create(&state.app, &Actor::Admin, spec).await?;
-    Ok(Redirect::to(&format!("/admin/sources/{}", source.id)).into_response())
+    let created = if source_type == SourceType::Network {
+        if !fields.sync.is_empty() {
+            return Ok(Err(
+                "a network source is filled by uploads and takes no sync settings".into(),
+            ));
+        }
+        sources::create(&state.app, &Actor::Admin, spec).await
+    } else {
+        let sync = match sync_json(fields.sync) {
+            Ok(sync) => sync,
+            Err(message) => return Ok(Err(message)),
+        };
+        match syncs::SyncRequest::parse(source_type, &sync) {
+            Ok(request) => syncs::create(&state.app, &Actor::Admin, spec, request).await,
+            Err(e) => Err(e),
+        }
+    };
+    match created {
+        Ok(source) => Ok(Ok(source)),
+        Err(AppError::Invalid(message)) => Ok(Err(message)),
+        Err(e) => Err(e.into()),
+    }
 }
 
 fn status_cell(doc: &DocumentRecord, progress: Option<&DocumentProgress>) -> Markup {
@@ -331,6 +404,65 @@ fn sync_section(source: &SourceRecord, sync: &syncs::SyncView, csrf: &str) -> Ma
             (csrf_field(csrf))
             button type="submit" id="sync-button" { "Sync now" }
         }
+        form method="post" action={ "/admin/sources/" (source.id) "/sync-settings" } id="sync-settings" class="card" {
+            (csrf_field(csrf))
+            label for="sync-settings-json" {
+                "Settings (JSON; a stored credential is kept unless a new "
+                code { "secretAccessKey" } " is given)"
+            }
+            textarea id="sync-settings-json" name="sync" rows="3" {
+                (Value::Object(sync.settings.clone()))
+            }
+            " "
+            button type="submit" id="sync-settings-button" { "Save settings" }
+        }
+    }
+}
+
+/// POST /admin/sources/{id}/sync-settings: replaces how a syncing source syncs; the next run
+/// comes at once.
+pub(crate) async fn change_sync(
+    State(state): State<AdminState>,
+    signed: Signed,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, AdminError> {
+    let form = Form::parse(&body);
+    if !signed.csrf_ok(&form) {
+        return Ok(csrf_refused());
+    }
+    let Some(source) = source_of(&state, &id).await? else {
+        return Ok(not_found(&signed, "source"));
+    };
+    let changed = match sync_json(form.get("sync").unwrap_or_default()) {
+        Ok(sync) => syncs::update(
+            &state.app,
+            &Actor::Admin,
+            &SourceScope::All,
+            source.id,
+            &sync,
+        )
+        .await
+        .map(|_| ()),
+        Err(message) => Err(AppError::Invalid(message)),
+    };
+    match changed {
+        Ok(()) => Ok(Redirect::to(&format!("/admin/sources/{}", source.id)).into_response()),
+        Err(AppError::Invalid(message)) => Ok((
+            StatusCode::BAD_REQUEST,
+            page(
+                NAV,
+                "Sync settings refused",
+                &signed.csrf,
+                html! {
+                    h1 { "Sync settings refused" }
+                    (alert(&message))
+                    p { a href={ "/admin/sources/" (source.id) } { "Back to the source" } }
+                },
+            ),
+        )
+            .into_response()),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -793,7 +925,15 @@ mod tests {
             document_count: 0,
             created_at: Utc::now(),
         };
-        let form = source_form("token", Some(script), r#""><script>alert(3)</script>"#, "");
+        let form = source_form(
+            "token",
+            Some(script),
+            &SourceFields {
+                name: r#""><script>alert(3)</script>"#,
+                sync: "</textarea><script>alert(4)</script>",
+                ..SourceFields::default()
+            },
+        );
         let Html(html) = page(
             NAV,
             &source.name,

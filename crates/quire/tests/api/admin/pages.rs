@@ -912,3 +912,91 @@ async fn a_syncing_sources_page_shows_its_runs_and_syncs_on_demand() {
     .await;
     assert_eq!(response.status(), StatusCode::FORBIDDEN);
 }
+
+/// A syncing source is created through the form (its settings as JSON), bad settings are
+/// refused with the reason and the form filled in again, and its settings are changed on its
+/// page.
+#[tokio::test]
+async fn a_syncing_source_is_created_and_its_settings_changed_through_the_forms() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("a.md"), "# A\n\nAlpha.\n").unwrap();
+    std::fs::write(root.path().join("b.txt"), "Beta.").unwrap();
+    let roots = vec![root.path().to_path_buf()];
+    let server = TestServer::start_with(move |c| c.connectors.folder_roots = roots).await;
+    set_password(&server, PASSWORD).await;
+    let (cookie, csrf) = sign_in(&server).await;
+    let folder = root.path().display().to_string();
+    let create = |sync: String| {
+        let (server, cookie, csrf) = (&server, cookie.clone(), csrf.clone());
+        async move {
+            post_form(
+                server,
+                "/admin/sources",
+                &cookie,
+                &[
+                    ("csrf", csrf.as_str()),
+                    ("name", "Handbook"),
+                    ("description", ""),
+                    ("type", "folder"),
+                    ("sync", sync.as_str()),
+                ],
+            )
+            .await
+        }
+    };
+
+    let refused = create("{not json".into()).await;
+    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+    let page = refused.text().await.unwrap();
+    assert!(page.contains("not valid JSON"), "{page}");
+    assert!(
+        page.contains("{not json"),
+        "the form keeps what was typed: {page}"
+    );
+    let outside = create(r#"{"path": "/etc"}"#.into()).await;
+    assert_eq!(outside.status(), StatusCode::BAD_REQUEST);
+    assert!(
+        outside
+            .text()
+            .await
+            .unwrap()
+            .contains("outside the allowed roots")
+    );
+
+    let sync = serde_json::json!({"path": folder, "intervalSeconds": 0}).to_string();
+    let created = create(sync).await;
+    assert_eq!(created.status(), StatusCode::SEE_OTHER);
+    let id = location(&created)
+        .strip_prefix("/admin/sources/")
+        .unwrap()
+        .to_owned();
+    let admin = server.key(quire_core::Permission::Admin).await;
+    let first = crate::syncs::finished_run(&server, &admin, &id, 0).await;
+    assert_eq!(first["added"], 2, "{first}");
+    let page = text(&server, &format!("/admin/sources/{id}"), &cookie).await;
+    assert!(page.contains(r#"id="sync-settings""#), "{page}");
+
+    let path = format!("/admin/sources/{id}/sync-settings");
+    let bad = post_form(&server, &path, &cookie, &[("csrf", &csrf), ("sync", "[]")]).await;
+    assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
+    assert!(bad.text().await.unwrap().contains("JSON object"));
+    let settings =
+        serde_json::json!({"path": folder, "exclude": ["*.txt"], "intervalSeconds": 0}).to_string();
+    let changed = post_form(
+        &server,
+        &path,
+        &cookie,
+        &[("csrf", &csrf), ("sync", &settings)],
+    )
+    .await;
+    assert_eq!(changed.status(), StatusCode::SEE_OTHER);
+    let second = crate::syncs::finished_run(&server, &admin, &id, 1).await;
+    assert_eq!(second["deleted"], 1, "{second}");
+    let page = text(&server, &format!("/admin/sources/{id}"), &cookie).await;
+    assert!(page.contains("*.txt"), "{page}");
+    let actions = audit_actions(&server).await;
+    assert!(
+        actions.iter().any(|a| a == "source.sync_changed"),
+        "{actions:?}"
+    );
+}
