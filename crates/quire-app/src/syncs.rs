@@ -364,6 +364,37 @@ pub struct SyncView {
     pub next_run_at: Option<DateTime<Utc>>,
 }
 
+/// Creates a source of `spec`'s type: a network source without `sync`, a `folder`, `s3` or
+/// `web` source with it (see [`create`]); the one way every adapter creates sources. Returns
+/// the source and, for a syncing one, its sync as callers see it. A type and a `sync` that do
+/// not go together are [`AppError::Invalid`].
+pub async fn create_source(
+    services: &Services,
+    actor: &Actor,
+    spec: SourceSpec,
+    sync: Option<&Value>,
+) -> Result<(SourceRecord, Option<SyncView>), AppError> {
+    let kind = spec.source_type;
+    match (kind.syncs(), sync) {
+        (true, Some(sync)) => {
+            let request = SyncRequest::parse(kind, sync)?;
+            let source = create(services, actor, spec, request).await?;
+            let view = view(services, actor.scope(), source.id).await?;
+            Ok((source, view))
+        }
+        (true, None) => Err(AppError::Invalid(format!(
+            "a {kind} source needs a `sync` object saying where it syncs from"
+        ))),
+        (false, Some(_)) => Err(AppError::Invalid(
+            "`sync` goes with a `folder`, `s3` or `web` source; a network source is filled by \
+             uploads"
+                .into(),
+        )),
+        // A key limited to some sources is refused here (see `crate::sources::create`).
+        (false, None) => Ok((crate::sources::create(services, actor, spec).await?, None)),
+    }
+}
+
 /// Creates a source that syncs from the origin `sync` describes; an admin key's (or the
 /// administrator's) to make, since the server reads the origin on the caller's behalf. The
 /// origin's settings are checked (a folder outside the allowed roots, a bad URL or pattern is

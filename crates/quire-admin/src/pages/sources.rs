@@ -186,25 +186,16 @@ async fn create_from(
         description,
         source_type,
     };
-    let created = if source_type == SourceType::Network {
-        if !fields.sync.is_empty() {
-            return Ok(Err(
-                "a network source is filled by uploads and takes no sync settings".into(),
-            ));
-        }
-        sources::create(&state.app, &Actor::Admin, spec).await
-    } else {
-        let sync = match sync_json(fields.sync) {
-            Ok(sync) => sync,
+    // An empty box is no `sync` object at all: a network source's.
+    let sync = match fields.sync {
+        "" => None,
+        typed => match sync_json(typed) {
+            Ok(sync) => Some(sync),
             Err(message) => return Ok(Err(message)),
-        };
-        match syncs::SyncRequest::parse(source_type, &sync) {
-            Ok(request) => syncs::create(&state.app, &Actor::Admin, spec, request).await,
-            Err(e) => Err(e),
-        }
+        },
     };
-    match created {
-        Ok(source) => Ok(Ok(source)),
+    match syncs::create_source(&state.app, &Actor::Admin, spec, sync.as_ref()).await {
+        Ok((source, _)) => Ok(Ok(source)),
         Err(AppError::Invalid(message)) => Ok(Err(message)),
         Err(e) => Err(e.into()),
     }
@@ -446,22 +437,15 @@ pub(crate) async fn change_sync(
         .map(|_| ()),
         Err(message) => Err(AppError::Invalid(message)),
     };
+    let back = format!("/admin/sources/{}", source.id);
     match changed {
-        Ok(()) => Ok(Redirect::to(&format!("/admin/sources/{}", source.id)).into_response()),
-        Err(AppError::Invalid(message)) => Ok((
-            StatusCode::BAD_REQUEST,
-            page(
-                NAV,
-                "Sync settings refused",
-                &signed.csrf,
-                html! {
-                    h1 { "Sync settings refused" }
-                    (alert(&message))
-                    p { a href={ "/admin/sources/" (source.id) } { "Back to the source" } }
-                },
-            ),
-        )
-            .into_response()),
+        Ok(()) => Ok(Redirect::to(&back).into_response()),
+        Err(AppError::Invalid(message)) => Ok(refusal(
+            &signed,
+            "Sync settings refused",
+            &message,
+            (&back, "Back to the source"),
+        )),
         Err(e) => Err(e.into()),
     }
 }
@@ -825,7 +809,7 @@ pub(crate) async fn delete(
             &signed,
             "Not deleted",
             "Tick the confirmation box to delete the document.",
-            &doc,
+            (&document_href(&doc), "Back to the document"),
         ));
     }
     match documents::delete(&state.app, &Actor::Admin, doc.source_id, doc.id).await {
@@ -851,7 +835,15 @@ pub(crate) async fn edit_metadata(
     let Some((doc, _)) = document_of(&state, &id).await? else {
         return Ok(not_found(&signed, "document"));
     };
-    let refused = |message: &str| refusal(&signed, "Metadata not saved", message, &doc);
+    let back = document_href(&doc);
+    let refused = |message: &str| {
+        refusal(
+            &signed,
+            "Metadata not saved",
+            message,
+            (&back, "Back to the document"),
+        )
+    };
     let text = form.get("metadata").unwrap_or("").trim();
     let text = if text.is_empty() { "{}" } else { text };
     let wanted = match quire_core::Metadata::parse(text) {
@@ -868,13 +860,14 @@ pub(crate) async fn edit_metadata(
     }
 }
 
-/// The 400 page of a refused change to `doc`, titled `title`, saying why.
-fn refusal(
-    signed: &Signed,
-    title: &str,
-    message: &str,
-    doc: &quire_core::DocumentRecord,
-) -> Response {
+/// Where a document's admin page is.
+fn document_href(doc: &DocumentRecord) -> String {
+    format!("/admin/documents/{}", doc.id)
+}
+
+/// The 400 page of a refused change, titled `title`, saying why, with a link (`href`, text)
+/// back to what was to change.
+fn refusal(signed: &Signed, title: &str, message: &str, (href, text): (&str, &str)) -> Response {
     (
         StatusCode::BAD_REQUEST,
         page(
@@ -884,7 +877,7 @@ fn refusal(
             html! {
                 h1 { (title) }
                 (alert(message))
-                p { a href={ "/admin/documents/" (doc.id) } { "Back to the document" } }
+                p { a href=(href) { (text) } }
             },
         ),
     )

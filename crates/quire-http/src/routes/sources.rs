@@ -104,29 +104,8 @@ pub(super) async fn create(
         description,
         source_type,
     };
-    let actor = caller.actor();
-    let (source, sync) = match (source_type.syncs(), &body.sync) {
-        (true, Some(sync)) => {
-            let request = syncs::SyncRequest::parse(source_type, sync)?;
-            let source = syncs::create(&state, &actor, spec, request).await?;
-            let view = syncs::view(&state, actor.scope(), source.id).await?;
-            (source, view)
-        }
-        (true, None) => {
-            return Err(ApiError::BadRequest(format!(
-                "a {source_type} source needs a `sync` object saying where it syncs from"
-            )));
-        }
-        (false, Some(_)) => {
-            return Err(ApiError::BadRequest(
-                "`sync` goes with a `folder`, `s3` or `web` source; a network source is filled \
-                 by uploads"
-                    .into(),
-            ));
-        }
-        // A key limited to some sources is refused here (see `quire_app::sources::create`).
-        (false, None) => (sources::create(&state, &actor, spec).await?, None),
-    };
+    let (source, sync) =
+        syncs::create_source(&state, &caller.actor(), spec, body.sync.as_ref()).await?;
     let location = format!("/api/v1/sources/{}", source.id);
     Ok((
         StatusCode::CREATED,
