@@ -270,16 +270,17 @@ impl Demands {
         if !self.numbers.iter().all(|n| words.numbers.contains(n)) {
             return false;
         }
-        let sentence_words = DocumentWords::of([sentence]);
         let has = |words: &DocumentWords, s: &Specific| {
             s.words.iter().any(|w| words.contains(w, s.exact))
         };
-        let has_codes = self.specifics.iter().any(|s| s.code)
-            && self
-                .specifics
+        // The sentence's own words are read only for a question with a product code.
+        let has_codes = self.specifics.iter().any(|s| s.code) && {
+            let sentence_words = DocumentWords::of([sentence]);
+            self.specifics
                 .iter()
                 .filter(|s| s.code)
-                .all(|s| has(&sentence_words, s));
+                .all(|s| has(&sentence_words, s))
+        };
         self.specifics
             .iter()
             .all(|s| s.code || has(words, s) || (has_codes && !s.exact))
