@@ -66,6 +66,35 @@ pub(crate) fn root_cause(error: &reqwest::Error) -> String {
     messages.join(": ")
 }
 
+/// The server's own explanation in a JSON error, wherever the OpenAI-compatible server family
+/// puts it (OpenAI, Ollama, vLLM: `error.message`; llama.cpp, text-generation-inference and
+/// text-embeddings-inference: `error` as a string; FastAPI servers: `detail`).
+pub(crate) fn error_text(value: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    [
+        value.pointer("/error/message"),
+        value.get("error"),
+        value.get("message"),
+        value.get("detail"),
+    ]
+    .into_iter()
+    .flatten()
+    .find_map(|m| match m {
+        Value::String(s) => Some(s.clone()),
+        Value::Null | Value::Object(_) => None,
+        other => Some(other.to_string()),
+    })
+}
+
+/// What an error status's body says: its [`error_text`] when it is JSON that has one, else
+/// its [`excerpt`].
+pub(crate) fn explanation(body: &[u8]) -> String {
+    serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|value| error_text(&value))
+        .unwrap_or_else(|| excerpt(body))
+}
+
 /// The start of a body for an error message: enough to recognise an HTML page or a proxy's
 /// complaint, never a whole document.
 pub(crate) fn excerpt(body: &[u8]) -> String {

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::http::{build, client_builder, excerpt, transport_error};
+use crate::http::{build, client_builder, excerpt, explanation, transport_error};
 use crate::{Embedder, ModelError, Purpose, normalize};
 
 /// Embedded once by [`OpenAiEmbedder::connect`] to learn the width and prove the settings work.
@@ -382,23 +382,7 @@ fn retry_after(response: &reqwest::Response) -> Option<Duration> {
 /// (OpenAI, Ollama and vLLM: `error.message`; text-embeddings-inference: `error`; FastAPI
 /// servers: `detail`), with a hint for the statuses that usually mean a setting is wrong.
 fn remote_message(status: u16, body: &[u8]) -> String {
-    let json: Option<serde_json::Value> = serde_json::from_slice(body).ok();
-    let text = json.as_ref().and_then(|v| {
-        [
-            v.pointer("/error/message"),
-            v.get("error"),
-            v.get("message"),
-            v.get("detail"),
-        ]
-        .into_iter()
-        .flatten()
-        .find_map(|m| match m {
-            serde_json::Value::String(s) => Some(s.clone()),
-            serde_json::Value::Null | serde_json::Value::Object(_) => None,
-            other => Some(other.to_string()),
-        })
-    });
-    let text = text.unwrap_or_else(|| excerpt(body));
+    let text = explanation(body);
     let hint = match status {
         401 | 403 => " (check the API key)",
         404 => " (check that base_url is the API root, such as …/v1, and the model name)",

@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::ModelError;
-use crate::http::{build, client_builder, excerpt, transport_error};
+use crate::http::{build, client_builder, excerpt, explanation, transport_error};
 use quire_core::rerank::Reranker;
 
 /// How to reach a reranking server.
@@ -287,19 +287,7 @@ struct RerankItem {
 /// The server's own explanation of an error status (`error.message`, `error`, `message` or
 /// `detail`), else the start of its body.
 fn remote_message(status: u16, body: &[u8]) -> String {
-    let json: Option<serde_json::Value> = serde_json::from_slice(body).ok();
-    let text = json.as_ref().and_then(|v| {
-        [
-            v.pointer("/error/message"),
-            v.get("error"),
-            v.get("message"),
-            v.get("detail"),
-        ]
-        .into_iter()
-        .flatten()
-        .find_map(|m| m.as_str().map(str::to_owned))
-    });
-    let text = text.unwrap_or_else(|| excerpt(body));
+    let text = explanation(body);
     let hint = match status {
         401 | 403 => " (check search.rerank.api_key)",
         404 => " (check search.rerank.base_url: requests go to {base_url}/rerank)",

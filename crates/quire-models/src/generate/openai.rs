@@ -20,7 +20,7 @@ use serde_json::Value;
 use super::prompt::{ChatMessage, answer_messages, condense_messages};
 use super::sse::SseDecoder;
 use super::{GenerateError, Generator, Grounding, TextStream, Turn};
-use crate::http::{client_builder, excerpt, root_cause};
+use crate::http::{client_builder, error_text, excerpt, explanation, root_cause};
 
 /// Longest standalone question [`OpenAiChat::condense`] lets the model write: a question, not
 /// an essay.
@@ -510,32 +510,10 @@ fn content_type(response: &reqwest::Response) -> String {
         .to_owned()
 }
 
-/// The server's own explanation in a JSON error, wherever this server family puts it
-/// (OpenAI, Ollama, vLLM: `error.message`; llama.cpp and text-generation-inference: `error`
-/// as a string; FastAPI servers: `detail`).
-fn error_text(value: &Value) -> Option<String> {
-    [
-        value.pointer("/error/message"),
-        value.get("error"),
-        value.get("message"),
-        value.get("detail"),
-    ]
-    .into_iter()
-    .flatten()
-    .find_map(|m| match m {
-        Value::String(s) => Some(s.clone()),
-        Value::Null | Value::Object(_) => None,
-        other => Some(other.to_string()),
-    })
-}
-
 /// The explanation of an error status, with a hint for the statuses that usually mean a
 /// setting is wrong.
 fn remote_message(status: u16, body: &[u8]) -> String {
-    let text = serde_json::from_slice::<Value>(body)
-        .ok()
-        .and_then(|value| error_text(&value))
-        .unwrap_or_else(|| excerpt(body));
+    let text = explanation(body);
     let hint = match status {
         401 | 403 => " (check the API key)",
         404 => " (check that base_url is the API root, such as …/v1, and the model name)",
