@@ -471,7 +471,20 @@ pub async fn view(
     scope: &SourceScope,
     id: SourceId,
 ) -> Result<Option<SyncView>, AppError> {
-    crate::sources::get(services, scope, id).await?;
+    let source = crate::sources::get(services, scope, id).await?;
+    view_of(services, &source).await
+}
+
+/// The sync of `source`, a record the caller read within its scope (a listing's): `None` for
+/// a network source, without reading the store.
+pub async fn view_of(
+    services: &Services,
+    source: &SourceRecord,
+) -> Result<Option<SyncView>, AppError> {
+    if source.source_type == SourceType::Network.as_str() {
+        return Ok(None);
+    }
+    let id = source.id;
     let Some(stored) = services.store.source_sync(id).await? else {
         return Ok(None);
     };

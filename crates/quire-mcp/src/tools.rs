@@ -344,11 +344,7 @@ impl QuireMcp {
         let sources = quire_app::sources::list(&self.services, &key.scope).await?;
         let mut out = Vec::with_capacity(sources.len());
         for source in &sources {
-            let sync = if source.source_type == "network" {
-                None
-            } else {
-                quire_app::syncs::view(&self.services, &key.scope, source.id).await?
-            };
+            let sync = quire_app::syncs::view_of(&self.services, source).await?;
             out.push(SourceOut::from(source).with_sync(sync.as_ref()));
         }
         let sources = out;
