@@ -1,6 +1,11 @@
 //! HTML: the body text in reading order. `h1`–`h6` build the section path; paragraphs, list
 //! items, preformatted text and table rows become blocks; scripts, styles and other
 //! non-content elements are dropped; whitespace is collapsed as a browser would.
+//!
+//! A web page ([`parse_page`]) is read for its main content, as a screen reader's "skip to
+//! main content" finds it: the page's one `<main>` (or `role="main"`) element when it has text,
+//! otherwise the body without its banner, content-info and complementary landmarks (a
+//! `header`, `footer` or `aside` that is not inside an article, section or other landmark).
 
 use ego_tree::iter::Edge;
 use ego_tree::{NodeId, NodeRef};
@@ -46,13 +51,56 @@ const BLOCK_LEVEL: &[&str] = &[
     "center",
 ];
 
+/// Elements inside which a `header`, `footer` or `aside` belongs to that content and is not
+/// one of the page's landmarks (the HTML-AAM mapping of banner and contentinfo).
+const SECTIONING: &[&str] = &["article", "aside", "main", "nav", "section"];
+
+/// Landmarks that hold a page's boilerplate when they are not inside sectioning content.
+const PAGE_LANDMARKS: &[&str] = &["header", "footer", "aside"];
+
+/// All of an HTML fragment's text: e-book chapters and mail bodies, whose every part is content.
 pub(crate) fn parse(text: &str) -> Extracted {
     let document = Html::parse_document(text);
+    read(document.tree.root(), false)
+}
+
+/// A web page's main content (see the module's documentation); a page without any falls back
+/// to all of its text, so nothing readable is ever lost to the selection.
+pub(crate) fn parse_page(text: &str) -> Extracted {
+    let document = Html::parse_document(text);
+    if let Some(main) = main_element(&document) {
+        let extracted = read(main, false);
+        if !extracted.blocks.is_empty() {
+            return extracted;
+        }
+    }
+    let extracted = read(document.tree.root(), true);
+    if !extracted.blocks.is_empty() {
+        return extracted;
+    }
+    read(document.tree.root(), false)
+}
+
+/// The page's one main element: `<main>`, or else an element with `role="main"`. A page with
+/// more than one of either has no single main content.
+fn main_element(document: &Html) -> Option<NodeRef<'_, Node>> {
+    for css in ["main", r#"[role="main" i]"#] {
+        let selector = scraper::Selector::parse(css).expect("a valid built-in selector");
+        let mut found = document.select(&selector);
+        if let Some(first) = found.next() {
+            return found.next().is_none().then(|| *first);
+        }
+    }
+    None
+}
+
+fn read(root: NodeRef<'_, Node>, drop_landmarks: bool) -> Extracted {
     let mut walker = Walker {
         out: BlockBuilder::new(),
         line: String::new(),
+        drop_landmarks,
     };
-    walker.walk(document.tree.root());
+    walker.walk(root);
     walker.flush_line();
     walker.out.into()
 }
@@ -61,6 +109,8 @@ struct Walker {
     out: BlockBuilder,
     /// The line being assembled from inline text.
     line: String,
+    /// Whether the page's own header, footer and asides are passed over.
+    drop_landmarks: bool,
 }
 
 impl Walker {
@@ -112,6 +162,9 @@ impl Walker {
         };
         let name = element.name();
         if SKIPPED.contains(&name) {
+            return true;
+        }
+        if self.drop_landmarks && PAGE_LANDMARKS.contains(&name) && is_page_landmark(node) {
             return true;
         }
         if let Some(level) = heading_level(name) {
@@ -220,6 +273,13 @@ impl Walker {
     }
 }
 
+/// Whether `node` (a header, footer or aside) is the page's own rather than a section's.
+fn is_page_landmark(node: NodeRef<'_, Node>) -> bool {
+    !node
+        .ancestors()
+        .any(|a| element_name(a).is_some_and(|name| SECTIONING.contains(&name)))
+}
+
 fn element_name(node: NodeRef<'_, Node>) -> Option<&str> {
     match node.value() {
         Node::Element(e) => Some(e.name()),
@@ -323,6 +383,44 @@ mod tests {
                 ("Guide > Parts", "a  b\n  c"),
             ]
         );
+    }
+
+    const PAGE: &str = "<html><body><header><a href=/>Home</a> Site banner</header>\
+        <aside>Popular posts</aside>\
+        <article><header><h1>Pumps</h1></header><p>Prime the pump.</p>\
+        <aside>Note: valves first.</aside><footer>By Ann</footer></article>\
+        <footer>Copyright 2026</footer></body></html>";
+
+    #[test]
+    fn a_page_without_main_loses_its_own_header_footer_and_asides_but_not_its_articles() {
+        assert_eq!(
+            shape(&parse_page(PAGE)),
+            vec![
+                ("Pumps", "Prime the pump."),
+                ("Pumps", "Note: valves first."),
+                ("Pumps", "By Ann"),
+            ]
+        );
+        // Mail bodies and e-book chapters keep everything.
+        assert_eq!(shape(&parse(PAGE)).len(), 6);
+    }
+
+    #[test]
+    fn a_page_with_one_main_element_is_read_for_it_alone() {
+        let page = "<body><div>Menu</div><main><h1>Valves</h1><p>Close slowly.</p></main>\
+                    <div>Related links</div></body>";
+        assert_eq!(shape(&parse_page(page)), vec![("Valves", "Close slowly.")]);
+        let role = "<body><div>Menu</div><div role=MAIN><p>Only this.</p></div></body>";
+        assert_eq!(shape(&parse_page(role)), vec![("", "Only this.")]);
+    }
+
+    #[test]
+    fn a_page_whose_selection_holds_no_text_falls_back_to_all_of_it() {
+        // An empty main (filled in by script in a browser), and two mains: neither is chosen.
+        let empty = "<body><main></main><header><p>Only text here.</p></header></body>";
+        assert_eq!(shape(&parse_page(empty)), vec![("", "Only text here.")]);
+        let two = "<body><main><p>a</p></main><main><p>b</p></main></body>";
+        assert_eq!(shape(&parse_page(two)), vec![("", "a"), ("", "b")]);
     }
 
     #[test]

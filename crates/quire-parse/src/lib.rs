@@ -201,7 +201,7 @@ pub(crate) fn parse_at_depth(
         Format::PlainText => plain_text(&decode_text(bytes).text),
         Format::Csv => tabular::delimited(&decode_text(bytes).text, None),
         Format::Tsv => tabular::delimited(&decode_text(bytes).text, Some(b'\t')),
-        Format::Html => html::parse(&decode_text(bytes).text),
+        Format::Html => html::parse_page(&decode_text(bytes).text),
         Format::Docx => docx::parse(bytes, limits, ocr)?,
         Format::Pptx => pptx::parse(bytes, limits, ocr)?,
         Format::Xlsx | Format::Ods | Format::Xls => spreadsheet::parse(bytes, &format, limits)?,

@@ -64,7 +64,8 @@ impl Site {
             "text/html; charset=utf-8",
             format!(
                 "<!doctype html><html lang=\"en\"><head><title>{title}</title></head><body>\
-                 <nav>{nav} Site menu</nav><main><h1>{title}</h1><p>{text}</p></main></body></html>"
+                 <nav>{nav} Site menu</nav><main><h1>{title}</h1><p>{text}</p></main>\
+                 <footer>Copyright Example Pumps Ltd</footer></body></html>"
             ),
         );
     }
@@ -238,6 +239,17 @@ async fn a_web_source_follows_its_site() {
     assert_eq!(
         found["results"][0]["document"]["id"], pumps["id"],
         "{found}"
+    );
+    // Each page's main text is kept; the footer every page repeats is not.
+    let boilerplate = body(
+        server
+            .search(&admin, json!({"query": "Copyright Example Pumps Ltd"}))
+            .await,
+    )
+    .await;
+    assert!(
+        !boilerplate["results"].to_string().contains("Copyright"),
+        "{boilerplate}"
     );
 
     // The site changes: a page is edited, another disappears (and the index stops linking
