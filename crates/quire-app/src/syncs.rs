@@ -48,6 +48,9 @@ pub struct SyncSettings {
     pub secrets: Arc<SecretBox>,
     /// This node's name.
     pub node: String,
+    /// How long a run stays leased to this node without a renewal (`workers.lease_seconds`,
+    /// as for jobs); it is renewed every third of that while the run goes on.
+    pub lease: chrono::Duration,
 }
 
 impl std::fmt::Debug for SyncSettings {
@@ -538,6 +541,17 @@ pub async fn start(services: &Services, actor: &Actor, id: SourceId) -> Result<S
 
 /// Starts the runs that are due, each in the background: what a node's scheduler calls.
 pub async fn run_due(services: &Services) -> Result<usize, AppError> {
+    let expired = services
+        .store
+        .fail_expired_sync_runs(services.clock.now())
+        .await?;
+    if expired > 0 {
+        tracing::warn!(
+            runs = expired,
+            "sync runs whose node stopped renewing their lease are recorded as failed; they run \
+             again now"
+        );
+    }
     let due = services.store.due_syncs(services.clock.now()).await?;
     let mut started = 0;
     for id in due {
@@ -551,10 +565,17 @@ pub async fn run_due(services: &Services) -> Result<usize, AppError> {
 }
 
 async fn begin(services: &Services, id: SourceId) -> Result<Option<SyncRun>, AppError> {
-    let node = &sync_settings(services)?.node;
+    let settings = sync_settings(services)?;
+    let now = services.clock.now();
     Ok(services
         .store
-        .start_sync_run(id, uuid::Uuid::new_v4(), node, services.clock.now())
+        .start_sync_run(
+            id,
+            uuid::Uuid::new_v4(),
+            &settings.node,
+            now,
+            now + settings.lease,
+        )
         .await?)
 }
 
@@ -567,8 +588,17 @@ fn sync_settings(services: &Services) -> Result<&SyncSettings, AppError> {
 
 /// Runs `run` to its end and records it, whatever happens.
 async fn carry_out(services: &Services, mut run: SyncRun) {
-    let source = run.source_id;
-    let outcome = sync_once(services, &mut run).await;
+    let (source, id) = (run.source_id, run.id);
+    let outcome = tokio::select! {
+        outcome = sync_once(services, &mut run) => outcome,
+        () = hold_lease(services, id) => {
+            tracing::warn!(
+                %source,
+                "a sync run's lease was taken away (this node stalled past it); the run stops here"
+            );
+            return;
+        }
+    };
     run.finished_at = Some(services.clock.now());
     match outcome {
         Ok(()) => run.status = "succeeded".into(),
@@ -595,8 +625,13 @@ async fn carry_out(services: &Services, mut run: SyncRun) {
     ] {
         metrics::counter!(SYNC_ITEMS, "outcome" => outcome).increment(count);
     }
-    if let Err(e) = services.store.finish_sync_run(&run, next).await {
-        tracing::error!(%source, error = %e, "could not record the end of a sync run");
+    match services.store.finish_sync_run(&run, next).await {
+        Ok(true) => {}
+        Ok(false) => tracing::warn!(
+            %source,
+            "a sync run ended after its lease ran out; another node had recorded it as interrupted"
+        ),
+        Err(e) => tracing::error!(%source, error = %e, "could not record the end of a sync run"),
     }
     tracing::info!(
         %source,
@@ -608,6 +643,35 @@ async fn carry_out(services: &Services, mut run: SyncRun) {
         failed = run.counts.failed,
         "sync run ended"
     );
+}
+
+/// Renews run `id`'s lease every third of its length; returns only when the run is no longer
+/// this node's (another node ended it as interrupted). A renewal the database does not answer
+/// is tried again after a tenth of the lease.
+async fn hold_lease(services: &Services, id: uuid::Uuid) {
+    let Ok(settings) = sync_settings(services) else {
+        return std::future::pending().await;
+    };
+    let lease = settings
+        .lease
+        .to_std()
+        .unwrap_or(std::time::Duration::from_secs(30));
+    let mut wait = lease / 3;
+    loop {
+        tokio::time::sleep(wait).await;
+        match services
+            .store
+            .renew_sync_run(id, services.clock.now() + settings.lease)
+            .await
+        {
+            Ok(true) => wait = lease / 3,
+            Ok(false) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not renew a sync run's lease");
+                wait = lease / 10;
+            }
+        }
+    }
 }
 
 /// One pass over the origin. An error here fails the run as a whole (the origin could not be

@@ -236,6 +236,9 @@ pub async fn build(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<App
                 .context("could not open the key that seals the sources' credentials")?,
             ),
             node: node.clone(),
+            lease: chrono::Duration::seconds(
+                i64::try_from(config.workers.lease_seconds).unwrap_or(i64::MAX / 1000),
+            ),
         }),
         generation: open_generation(&config.llm, shared_line)?,
         webhooks: WebhookSettings {

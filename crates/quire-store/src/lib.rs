@@ -73,33 +73,43 @@ pub trait Store: Send + Sync + 'static {
     /// Replaces a syncing source's origin settings (its kind stays); false when the source
     /// does not sync (or does not exist).
     async fn update_source_sync(&self, source: SourceId, sync: NewSync) -> StoreResult<bool>;
-    /// Starts run `id` of `source` on `node` at `now`; `None` (nothing started) while another
-    /// run of the source runs, on this or any node.
+    /// Starts run `id` of `source` on `node` at `now`, leased to it until `lease_until`;
+    /// `None` (nothing started) while another run of the source runs, on this or any node.
     async fn start_sync_run(
         &self,
         source: SourceId,
         id: uuid::Uuid,
         node: &str,
         now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
     ) -> StoreResult<Option<SyncRun>>;
+    /// Moves running run `id`'s lease to `lease_until`; false when it is no longer running
+    /// (it was ended as interrupted).
+    async fn renew_sync_run(&self, id: uuid::Uuid, lease_until: DateTime<Utc>)
+    -> StoreResult<bool>;
     /// Records how `run` ended (its status, counts, failures, end) and when the source next
-    /// syncs by itself (`None`: on demand only), in one transaction.
+    /// syncs by itself (`None`: on demand only), and queues `source.synced`, in one
+    /// transaction; false (nothing recorded) when the run had already been ended as interrupted.
     async fn finish_sync_run(
         &self,
         run: &SyncRun,
         next_run_at: Option<DateTime<Utc>>,
-    ) -> StoreResult<()>;
+    ) -> StoreResult<bool>;
     /// Up to `limit` runs of `source`, newest first.
     async fn sync_runs(&self, source: SourceId, limit: u32) -> StoreResult<Vec<SyncRun>>;
     /// Syncing sources due at `now` with no run running, the longest due first.
     async fn due_syncs(&self, now: DateTime<Utc>) -> StoreResult<Vec<SourceId>>;
     /// Ends as failed the runs left running by a process that stopped: those of nodes whose
-    /// name starts with `node_prefix` (every one: `None`). Returns how many.
+    /// name starts with `node_prefix` (every one: `None`), and queues `source.synced` for each.
+    /// Returns how many.
     async fn fail_interrupted_sync_runs(
         &self,
         node_prefix: Option<&str>,
         now: DateTime<Utc>,
     ) -> StoreResult<u64>;
+    /// Ends as failed the runs whose lease ran out before `now` (their node died or hung), and
+    /// queues `source.synced` for each. Returns how many.
+    async fn fail_expired_sync_runs(&self, now: DateTime<Utc>) -> StoreResult<u64>;
     /// The (external id, fingerprint) of every item of `source` last taken from its origin.
     async fn sync_items(&self, source: SourceId) -> StoreResult<Vec<(String, String)>>;
     /// Records the fingerprint an item of `source` was taken with (`None`: forgets it).

@@ -96,7 +96,10 @@ conformance! {
             pool_stats_are_consistent,
         ],
         cluster: [the_index_feed_lists_what_became_ready_or_went],
-        syncs: [sync_runs_are_one_at_a_time_and_recorded],
+        syncs: [
+            sync_runs_are_one_at_a_time_and_recorded,
+            a_run_whose_lease_runs_out_is_ended_once_and_announced,
+        ],
         versions: [
             an_external_id_makes_a_new_version_of_the_same_document,
             a_failed_or_held_version_leaves_the_live_one,

@@ -21,6 +21,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (10, include_str!("schema_v10.sql")),
     (11, include_str!("schema_v11.sql")),
     (12, include_str!("schema_v12.sql")),
+    (13, include_str!("schema_v13.sql")),
 ];
 
 /// The advisory lock's key: any constant no other application on the database uses

@@ -65,15 +65,20 @@ impl<B: Backend> Store for B {
         id: Uuid,
         node: &str,
         now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
     ) -> StoreResult<Option<SyncRun>> {
-        syncs::start(self, source, id, node, now).await
+        syncs::start(self, source, id, node, now, lease_until).await
+    }
+
+    async fn renew_sync_run(&self, id: Uuid, lease_until: DateTime<Utc>) -> StoreResult<bool> {
+        syncs::renew(self, id, lease_until).await
     }
 
     async fn finish_sync_run(
         &self,
         run: &SyncRun,
         next_run_at: Option<DateTime<Utc>>,
-    ) -> StoreResult<()> {
+    ) -> StoreResult<bool> {
         syncs::finish(self, run, next_run_at).await
     }
 
@@ -91,6 +96,10 @@ impl<B: Backend> Store for B {
         now: DateTime<Utc>,
     ) -> StoreResult<u64> {
         syncs::fail_interrupted(self, node_prefix, now).await
+    }
+
+    async fn fail_expired_sync_runs(&self, now: DateTime<Utc>) -> StoreResult<u64> {
+        syncs::fail_expired(self, now).await
     }
 
     async fn sync_items(&self, source: SourceId) -> StoreResult<Vec<(String, String)>> {

@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use quire_core::{NewSource, SourceId, SourceRecord, WebhookEvent, wire_timestamp};
 use serde_json::{Map, Value, json};
 
+use super::backend::Conn;
 use super::sql::{Cells, Query, Sql};
 use super::{Backend, sources, webhooks};
 use crate::{NewSync, SourceSync, StoreError, StoreResult, SyncCounts, SyncRun};
@@ -72,6 +73,7 @@ pub(crate) async fn start<B: Backend>(
     id: uuid::Uuid,
     node: &str,
     now: DateTime<Utc>,
+    lease_until: DateTime<Utc>,
 ) -> StoreResult<Option<SyncRun>> {
     let mut tx = store.begin_write().await?;
     let running = tx
@@ -91,13 +93,14 @@ pub(crate) async fn start<B: Backend>(
     let inserted = tx
         .execute(
             Query::new(
-                "INSERT INTO sync_runs (id, source_id, node, status, started_at)
-                 VALUES ($1, $2, $3, 'running', $4)",
+                "INSERT INTO sync_runs (id, source_id, node, status, started_at, lease_until)
+                 VALUES ($1, $2, $3, 'running', $4, $5)",
             )
             .bind(id)
             .bind(source)
             .bind(node)
-            .bind(now),
+            .bind(now)
+            .bind(lease_until),
         )
         .await;
     match inserted {
@@ -152,40 +155,72 @@ pub(crate) async fn update<B: Backend>(
     Ok(changed == 1)
 }
 
+/// [`crate::Store::renew_sync_run`].
+pub(crate) async fn renew<B: Backend>(
+    store: &B,
+    id: uuid::Uuid,
+    lease_until: DateTime<Utc>,
+) -> StoreResult<bool> {
+    let changed = store
+        .write()
+        .await?
+        .execute(
+            Query::new(
+                "UPDATE sync_runs SET lease_until = $1 WHERE id = $2 AND status = 'running'",
+            )
+            .bind(lease_until)
+            .bind(id),
+        )
+        .await?;
+    Ok(changed == 1)
+}
+
 /// [`crate::Store::finish_sync_run`].
 pub(crate) async fn finish<B: Backend>(
     store: &B,
     run: &SyncRun,
     next_run_at: Option<DateTime<Utc>>,
-) -> StoreResult<()> {
+) -> StoreResult<bool> {
     let mut tx = store.begin_write().await?;
-    tx.execute(
-        Query::new(
-            "UPDATE sync_runs SET status = $1, added = $2, updated = $3, deleted = $4,
+    let ended = tx
+        .execute(
+            Query::new(
+                "UPDATE sync_runs SET status = $1, added = $2, updated = $3, deleted = $4,
                                   unchanged = $5, failed = $6, failures = $7, error = $8,
-                                  finished_at = $9
-             WHERE id = $10",
+                                  finished_at = $9, lease_until = NULL
+             WHERE id = $10 AND status = 'running'",
+            )
+            .bind(run.status.as_str())
+            .bind(run.counts.added)
+            .bind(run.counts.updated)
+            .bind(run.counts.deleted)
+            .bind(run.counts.unchanged)
+            .bind(run.counts.failed)
+            .bind(run.failures.as_str())
+            .bind(run.error.as_deref())
+            .bind(run.finished_at)
+            .bind(run.id),
         )
-        .bind(run.status.as_str())
-        .bind(run.counts.added)
-        .bind(run.counts.updated)
-        .bind(run.counts.deleted)
-        .bind(run.counts.unchanged)
-        .bind(run.counts.failed)
-        .bind(run.failures.as_str())
-        .bind(run.error.as_deref())
-        .bind(run.finished_at)
-        .bind(run.id),
-    )
-    .await?;
+        .await?;
+    if ended == 0 {
+        // Ended already: its lease ran out and another node recorded it as interrupted.
+        tx.rollback().await?;
+        return Ok(false);
+    }
     tx.execute(
         Query::new("UPDATE source_syncs SET next_run_at = $1 WHERE source_id = $2")
             .bind(next_run_at)
             .bind(run.source_id),
     )
     .await?;
-    // Announced in the same transaction, so a crash can neither lose the event nor send it
-    // for a run that was not recorded.
+    announce::<B>(&mut tx, run).await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// Queues `source.synced` for `run`, which has just ended, in the transaction that records its
+/// end: a crash can neither lose the event nor send it for a run that was not recorded.
+async fn announce<B: Backend>(tx: &mut Conn<B>, run: &SyncRun) -> StoreResult<()> {
     let source_name = tx
         .fetch_optional(Query::new("SELECT name FROM sources WHERE id = $1").bind(run.source_id))
         .await?
@@ -202,7 +237,6 @@ pub(crate) async fn finish<B: Backend>(
         )
         .await?;
     }
-    tx.commit().await?;
     Ok(())
 }
 
@@ -302,21 +336,68 @@ pub(crate) async fn fail_interrupted<B: Backend>(
     node_prefix: Option<&str>,
     now: DateTime<Utc>,
 ) -> StoreResult<u64> {
-    store
-        .write()
-        .await?
-        .execute(
+    fail_where(
+        store,
+        "(CAST($1 AS TEXT) IS NULL
+          OR substr(node, 1, length(CAST($1 AS TEXT))) = CAST($1 AS TEXT))",
+        |q: Query| q.bind(node_prefix),
+        "interrupted: the server stopped during the run",
+        now,
+    )
+    .await
+}
+
+/// [`crate::Store::fail_expired_sync_runs`].
+pub(crate) async fn fail_expired<B: Backend>(store: &B, now: DateTime<Utc>) -> StoreResult<u64> {
+    fail_where(
+        store,
+        "lease_until < $1",
+        |q: Query| q.bind(now),
+        "interrupted: the node running it stopped renewing its lease (it stopped or lost the \
+         database)",
+        now,
+    )
+    .await
+}
+
+/// Ends as failed, with `error`, every running run that `condition` (over `sync_runs`, its
+/// one parameter bound by `bind`) picks, and announces each, in one transaction.
+async fn fail_where<B: Backend>(
+    store: &B,
+    condition: &str,
+    bind: impl Fn(Query) -> Query,
+    error: &str,
+    now: DateTime<Utc>,
+) -> StoreResult<u64> {
+    let mut tx = store.begin_write().await?;
+    let rows = tx
+        .fetch_all(bind(Query::new(format!(
+            "SELECT {RUN_COLUMNS} FROM sync_runs WHERE status = 'running' AND {condition} {}",
+            B::lock("FOR UPDATE")
+        ))))
+        .await?;
+    let mut failed = 0;
+    for row in &rows {
+        let mut ended = run(row)?;
+        ended.status = "failed".into();
+        ended.error = Some(error.into());
+        ended.finished_at = Some(now);
+        tx.execute(
             Query::new(
-                "UPDATE sync_runs SET status = 'failed', finished_at = $1,
-                                      error = 'interrupted: the server stopped during the run'
-                 WHERE status = 'running'
-                   AND (CAST($2 AS TEXT) IS NULL
-                        OR substr(node, 1, length(CAST($2 AS TEXT))) = CAST($2 AS TEXT))",
+                "UPDATE sync_runs SET status = 'failed', error = $1, finished_at = $2,
+                                      lease_until = NULL
+                 WHERE id = $3",
             )
+            .bind(error)
             .bind(now)
-            .bind(node_prefix),
+            .bind(ended.id),
         )
-        .await
+        .await?;
+        announce::<B>(&mut tx, &ended).await?;
+        failed += 1;
+    }
+    tx.commit().await?;
+    Ok(failed)
 }
 
 /// [`crate::Store::sync_items`].

@@ -25,6 +25,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (13, include_str!("schema_v13.sql")),
     (14, include_str!("schema_v14.sql")),
     (15, include_str!("schema_v15.sql")),
+    (16, include_str!("schema_v16.sql")),
 ];
 
 pub(super) async fn run(pool: &SqlitePool) -> StoreResult<()> {

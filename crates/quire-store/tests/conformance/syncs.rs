@@ -5,11 +5,19 @@ use std::sync::Arc;
 
 use chrono::Duration;
 use futures_util::future::join_all;
-use quire_core::{NewSource, SourceDescription, SourceId, SourceName, SourceType};
-use quire_store::{NewSync, Store, SyncCounts};
+use quire_core::{
+    NewSource, SourceDescription, SourceId, SourceName, SourceScope, SourceType, WebhookEvent,
+    WebhookId,
+};
+use quire_store::{NewSync, NewWebhook, Store, SyncCounts};
 
 use crate::fixtures::t0;
 use crate::harness::TestDb;
+
+/// When runs started at [`t0`] are leased until.
+fn lease_end() -> chrono::DateTime<chrono::Utc> {
+    t0() + Duration::seconds(30)
+}
 
 async fn syncing_source(
     store: &dyn Store,
@@ -52,13 +60,13 @@ pub(super) async fn sync_runs_are_one_at_a_time_and_recorded(store: &dyn Store) 
     assert_eq!(store.due_syncs(t0()).await.unwrap(), [due]);
 
     let mut run = store
-        .start_sync_run(due, uuid::Uuid::new_v4(), "node-a", t0())
+        .start_sync_run(due, uuid::Uuid::new_v4(), "node-a", t0(), lease_end())
         .await
         .unwrap()
         .expect("started");
     assert!(
         store
-            .start_sync_run(due, uuid::Uuid::new_v4(), "node-b", t0())
+            .start_sync_run(due, uuid::Uuid::new_v4(), "node-b", t0(), lease_end())
             .await
             .unwrap()
             .is_none(),
@@ -78,10 +86,12 @@ pub(super) async fn sync_runs_are_one_at_a_time_and_recorded(store: &dyn Store) 
     };
     run.failures = r#"[{"externalId":"a.pdf","reason":"broken"}]"#.into();
     run.finished_at = Some(t0() + Duration::seconds(3));
-    store
-        .finish_sync_run(&run, Some(t0() + Duration::minutes(1)))
-        .await
-        .unwrap();
+    assert!(
+        store
+            .finish_sync_run(&run, Some(t0() + Duration::minutes(1)))
+            .await
+            .unwrap()
+    );
     let runs = store.sync_runs(due, 10).await.unwrap();
     assert_eq!(runs, [run.clone()]);
     assert_eq!(
@@ -99,7 +109,7 @@ pub(super) async fn sync_runs_are_one_at_a_time_and_recorded(store: &dyn Store) 
 
     // A run left running by a node that stopped ends as failed at its restart.
     let left = store
-        .start_sync_run(later, uuid::Uuid::new_v4(), "node-b", t0())
+        .start_sync_run(later, uuid::Uuid::new_v4(), "node-b", t0(), lease_end())
         .await
         .unwrap()
         .unwrap();
@@ -155,7 +165,13 @@ pub(super) async fn only_one_of_concurrent_sync_starts_wins(db: &TestDb) {
         let store = Arc::clone(store);
         async move {
             store
-                .start_sync_run(source, uuid::Uuid::new_v4(), &format!("node-{n}"), t0())
+                .start_sync_run(
+                    source,
+                    uuid::Uuid::new_v4(),
+                    &format!("node-{n}"),
+                    t0(),
+                    lease_end(),
+                )
                 .await
                 .unwrap()
         }
@@ -170,4 +186,88 @@ pub(super) async fn only_one_of_concurrent_sync_starts_wins(db: &TestDb) {
         store.close().await;
     }
     first.close().await;
+}
+
+/// A run whose node stops renewing its lease is ended as interrupted once, announced, and the
+/// late node can neither renew it nor record its own end over it.
+pub(super) async fn a_run_whose_lease_runs_out_is_ended_once_and_announced(store: &dyn Store) {
+    store
+        .create_webhook(NewWebhook {
+            id: WebhookId::new(),
+            url: "https://hooks.example/synced".into(),
+            events: vec![WebhookEvent::SourceSynced],
+            secret: "whsec-synced".into(),
+            scope: SourceScope::All,
+            created_at: t0(),
+        })
+        .await
+        .unwrap();
+    let source = syncing_source(store, None).await;
+    let mut run = store
+        .start_sync_run(source, uuid::Uuid::new_v4(), "node-a", t0(), lease_end())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(store.fail_expired_sync_runs(lease_end()).await.unwrap(), 0);
+    // Renewed before it ran out: still running past the first end.
+    let renewed_until = lease_end() + Duration::seconds(30);
+    assert!(store.renew_sync_run(run.id, renewed_until).await.unwrap());
+    assert_eq!(
+        store
+            .fail_expired_sync_runs(lease_end() + Duration::seconds(1))
+            .await
+            .unwrap(),
+        0
+    );
+    assert!(store.due_syncs(renewed_until).await.unwrap().is_empty());
+
+    let late = renewed_until + Duration::seconds(1);
+    assert_eq!(store.fail_expired_sync_runs(late).await.unwrap(), 1);
+    assert_eq!(store.fail_expired_sync_runs(late).await.unwrap(), 0);
+    let ended = &store.sync_runs(source, 1).await.unwrap()[0];
+    assert_eq!(
+        (ended.id, ended.status.as_str(), ended.finished_at),
+        (run.id, "failed", Some(late))
+    );
+    assert!(
+        ended.error.as_deref().unwrap().contains("lease"),
+        "{ended:?}"
+    );
+    let announced = store
+        .claim_deliveries("d", late, late + Duration::minutes(1), 10)
+        .await
+        .unwrap();
+    assert_eq!(announced.len(), 1, "{announced:?}");
+    let body: serde_json::Value = serde_json::from_str(&announced[0].body).unwrap();
+    assert_eq!(body["event"], "source.synced", "{body}");
+    assert_eq!(body["data"]["run"]["status"], "failed", "{body}");
+    assert_eq!(body["data"]["run"]["id"], run.id.to_string(), "{body}");
+
+    // The stalled node comes back: its lease is gone and its end is not recorded.
+    assert!(
+        !store
+            .renew_sync_run(run.id, late + Duration::seconds(30))
+            .await
+            .unwrap()
+    );
+    run.status = "succeeded".into();
+    run.counts.added = 7;
+    run.finished_at = Some(late + Duration::seconds(5));
+    assert!(!store.finish_sync_run(&run, None).await.unwrap());
+    let kept = &store.sync_runs(source, 1).await.unwrap()[0];
+    assert_eq!((kept.status.as_str(), kept.counts.added), ("failed", 0));
+    assert!(
+        store
+            // Within the first claim's minute: only a new event could be claimed.
+            .claim_deliveries(
+                "e",
+                late + Duration::seconds(30),
+                late + Duration::minutes(1),
+                10
+            )
+            .await
+            .unwrap()
+            .is_empty(),
+        "announced once"
+    );
 }

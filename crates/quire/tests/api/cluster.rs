@@ -17,9 +17,10 @@ use tokio::time::Instant;
 use quire_parse::fixtures::pdf;
 
 use crate::crash::{
-    BROKEN_EVERY, DOCUMENTS, Server, create_source, documents, each_chunk_is_found_once,
-    every_document_ends_as_it_should, key_from_cli, marker, one_final_event_per_document,
-    register_final_events, unfinished, upload_documents,
+    BROKEN_EVERY, DOCUMENTS, SYNC_ITEMS, Server, create_source, documents,
+    each_chunk_is_found_once, every_document_ends_as_it_should, key_from_cli, marker,
+    one_final_event_per_document, post_json, register_final_events, sync_item_text, unfinished,
+    upload_documents,
 };
 use crate::generate::{PUMP_PAGES, start_generate, three_questions_are_answered_in_arrival_order};
 use crate::helpers::fake_llm::{Fake, Upstream, with_llm};
@@ -566,6 +567,116 @@ async fn a_killed_nodes_documents_are_taken_over_within_a_minute_by_default() {
             doc["id"]
         );
     }
+    survivor.kill().await;
+}
+
+/// A node killed mid-sync never restarts: once the run's lease runs out, another node ends it
+/// as failed, runs the sync again and takes the rest, and no item is added twice.
+#[tokio::test]
+async fn a_killed_nodes_sync_run_is_ended_by_another_node_which_syncs_again() {
+    let unique = uuid::Uuid::new_v4().simple().to_string();
+    let url = postgres_schema_url(&format!("quire_syncover_{unique}"));
+    let folder = tempfile::tempdir().unwrap();
+    for i in 0..SYNC_ITEMS {
+        std::fs::write(
+            folder.path().join(format!("note-{i:03}.md")),
+            sync_item_text(i),
+        )
+        .unwrap();
+    }
+    let env = || {
+        let mut env = process_node_env(&url, &format!("syncover-{unique}"));
+        env.push((
+            "QUIRE_CONNECTORS_FOLDER_ROOTS",
+            folder.path().display().to_string(),
+        ));
+        env
+    };
+    let dirs = [(); 2].map(|()| tempfile::tempdir().unwrap());
+    let key = key_from_cli(dirs[0].path(), env(), &[]).await;
+    let client = reqwest::Client::new();
+
+    // The node to be killed runs alone, so the run is its own.
+    let doomed = Server::start_with(dirs[0].path(), env()).await;
+    let created = post_json(
+        &client,
+        &doomed,
+        &key,
+        "/api/v1/sources",
+        json!({"name": "Notes", "type": "folder",
+            "sync": {"path": folder.path(), "intervalSeconds": 0}}),
+    )
+    .await;
+    let source = created["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"))
+        .to_owned();
+    let count = async |server: &Server| {
+        documents(&client, server, &key, &source)
+            .await
+            .as_array()
+            .map_or(0, Vec::len)
+    };
+    within(Duration::from_secs(60), "a run under way", || async {
+        count(&doomed).await >= 10
+    })
+    .await;
+    doomed.kill().await;
+    let killed = Instant::now();
+
+    let survivor = Server::start_with(dirs[1].path(), env()).await;
+    let taken = count(&survivor).await;
+    assert!(
+        taken < SYNC_ITEMS,
+        "the run ended before the kill ({taken} documents)"
+    );
+    let runs = || async {
+        let response = client
+            .get(survivor.url(&format!("/api/v1/sources/{source}/syncs")))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap();
+        response.json::<Value>().await.unwrap()
+    };
+    let last = RefCell::new(Value::Null);
+    within(Duration::from_secs(180), "the second run's end", || async {
+        let listed = runs().await;
+        let done = listed.as_array().unwrap().len() == 2 && listed[0]["status"] != "running";
+        *last.borrow_mut() = listed;
+        done
+    })
+    .await;
+    let all = last.into_inner();
+    eprintln!(
+        "the sync was run again and done {:?} after the kill",
+        killed.elapsed()
+    );
+    let (ended, interrupted) = (&all[0], &all[1]);
+    assert_eq!(interrupted["status"], "failed", "{interrupted}");
+    assert!(
+        interrupted["error"].as_str().unwrap().contains("lease"),
+        "{interrupted}"
+    );
+    assert_eq!(ended["status"], "succeeded", "{ended}");
+    assert_eq!(
+        ended["added"].as_u64().unwrap() + ended["unchanged"].as_u64().unwrap(),
+        SYNC_ITEMS as u64,
+        "{ended}"
+    );
+    let listed = documents(&client, &survivor, &key, &source).await;
+    let external: BTreeSet<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["externalId"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        listed.as_array().unwrap().len(),
+        SYNC_ITEMS,
+        "no item added twice"
+    );
+    assert_eq!(external.len(), SYNC_ITEMS);
     survivor.kill().await;
 }
 

@@ -270,7 +270,7 @@ pub(crate) async fn create_source(
 }
 
 /// `POST`s `body` to `path` of `server` with `key` and returns the JSON answer.
-async fn post_json(
+pub(crate) async fn post_json(
     client: &reqwest::Client,
     server: &Server,
     key: &str,
@@ -536,41 +536,111 @@ async fn killing_the_server_during_version_switches_leaves_one_live_version() {
     server.kill().await;
 }
 
-#[tokio::test]
-async fn killing_the_server_mid_sync_fails_the_run_and_the_next_adds_nothing_twice() {
-    // Enough files, large enough, that the run is still taking them when the kill comes.
-    const FILES: usize = 300;
-    let dir = tempfile::tempdir().unwrap();
-    let folder = tempfile::tempdir().unwrap();
+/// Items a killed sync run is given: enough, large enough, that the run is still taking them
+/// when the kill comes.
+pub(crate) const SYNC_ITEMS: usize = 300;
+
+/// The text of item `i` of a killed sync run.
+pub(crate) fn sync_item_text(i: usize) -> String {
     let filler =
         "The casing is vented and the seals are inspected before the pump starts.\n".repeat(400);
-    for i in 0..FILES {
-        let text = format!(
-            "# Note {i}\n\nThe {} valve is checked weekly.\n\n{filler}",
-            marker(i)
-        );
-        std::fs::write(folder.path().join(format!("note-{i:03}.md")), text).unwrap();
+    format!(
+        "# Note {i}\n\nThe {} valve is checked weekly.\n\n{filler}",
+        marker(i)
+    )
+}
+
+#[tokio::test]
+async fn killing_the_server_mid_sync_fails_the_run_and_the_next_adds_nothing_twice() {
+    let folder = tempfile::tempdir().unwrap();
+    for i in 0..SYNC_ITEMS {
+        std::fs::write(
+            folder.path().join(format!("note-{i:03}.md")),
+            sync_item_text(i),
+        )
+        .unwrap();
     }
+    let env = vec![(
+        "QUIRE_CONNECTORS_FOLDER_ROOTS",
+        folder.path().display().to_string(),
+    )];
+    kill_mid_sync(
+        json!({"name": "Notes", "type": "folder",
+            "sync": {"path": folder.path(), "intervalSeconds": 0}}),
+        env,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn killing_the_server_mid_s3_sync_fails_the_run_and_the_next_adds_nothing_twice() {
+    let s3 = crate::syncs::s3;
+    let bucket = s3("QUIRE_TEST_S3_BUCKET");
+    let prefix = format!("crash-{}", uuid::Uuid::new_v4().simple());
+    let objects = Path::new(&s3("QUIRE_TEST_S3_SERVER_DIR"))
+        .join("data")
+        .join(&bucket)
+        .join(&prefix);
+    std::fs::create_dir_all(&objects).unwrap();
+    for i in 0..SYNC_ITEMS {
+        std::fs::write(objects.join(format!("note-{i:03}.md")), sync_item_text(i)).unwrap();
+    }
+    kill_mid_sync(
+        json!({"name": "Bucket", "type": "s3", "sync": {
+            "url": format!("s3://{bucket}/{prefix}/"),
+            "endpoint": s3("QUIRE_TEST_S3_ENDPOINT"), "region": "us-east-1",
+            "accessKeyId": s3("QUIRE_TEST_S3_ACCESS_KEY_ID"),
+            "secretAccessKey": s3("QUIRE_TEST_S3_SECRET_ACCESS_KEY"),
+            "allowHttp": true, "intervalSeconds": 0}}),
+        Vec::new(),
+    )
+    .await;
+    std::fs::remove_dir_all(&objects).unwrap();
+}
+
+#[tokio::test]
+async fn killing_the_server_mid_web_sync_fails_the_run_and_the_next_adds_nothing_twice() {
+    // The site lives in this test's process, so it outlives the killed server.
+    let site = crate::syncs_web::Site::start().await;
+    let mut sitemap =
+        String::from(r#"<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">"#);
+    for i in 0..SYNC_ITEMS {
+        let path = format!("/notes/{i:03}.html");
+        site.put(
+            &path,
+            "text/html; charset=utf-8",
+            format!(
+                "<html><head><title>Note {i}</title></head><body><main><p>{}</p></main></body></html>",
+                sync_item_text(i)
+            ),
+        );
+        sitemap.push_str(&format!("<url><loc>{}</loc></url>", site.url(&path)));
+    }
+    sitemap.push_str("</urlset>");
+    site.put("/sitemap.xml", "application/xml", sitemap);
+    kill_mid_sync(
+        json!({"name": "Site", "type": "web",
+            "sync": {"url": site.url("/sitemap.xml"), "maxPages": 1000, "intervalSeconds": 0}}),
+        vec![("QUIRE_CONNECTORS_ALLOW_PRIVATE_TARGETS", "true".to_owned())],
+    )
+    .await;
+}
+
+/// Creates the syncing source `source` on a server (with `origin_env` added), kills the
+/// server with SIGKILL while the first run takes its [`SYNC_ITEMS`] items, and starts it
+/// again: the cut-short run is failed, a new run follows by itself, and each item is one
+/// document.
+async fn kill_mid_sync(source: Value, origin_env: Vec<(&'static str, String)>) {
+    let dir = tempfile::tempdir().unwrap();
     let env = || {
         let mut env = crate::helpers::store_env(dir.path());
-        env.push((
-            "QUIRE_CONNECTORS_FOLDER_ROOTS",
-            folder.path().display().to_string(),
-        ));
+        env.extend(origin_env.iter().cloned());
         env
     };
     let key = admin_key(dir.path()).await;
     let client = reqwest::Client::new();
     let server = Server::start_with(dir.path(), env()).await;
-    let created = post_json(
-        &client,
-        &server,
-        &key,
-        "/api/v1/sources",
-        json!({"name": "Notes", "type": "folder",
-            "sync": {"path": folder.path(), "intervalSeconds": 0}}),
-    )
-    .await;
+    let created = post_json(&client, &server, &key, "/api/v1/sources", source).await;
     let source = created["id"]
         .as_str()
         .unwrap_or_else(|| panic!("{created}"))
@@ -586,7 +656,7 @@ async fn killing_the_server_mid_sync_fails_the_run_and_the_next_adds_nothing_twi
     .await;
     server.kill().await;
     assert!(
-        taken < FILES,
+        taken < SYNC_ITEMS,
         "the run ended before the kill ({taken} documents)"
     );
 
@@ -628,7 +698,7 @@ async fn killing_the_server_mid_sync_fails_the_run_and_the_next_adds_nothing_twi
     // What the first run stored is kept (unchanged), the rest added: each file exactly once.
     assert_eq!(
         ended["added"].as_u64().unwrap() + ended["unchanged"].as_u64().unwrap(),
-        FILES as u64,
+        SYNC_ITEMS as u64,
         "{ended}"
     );
     assert!(ended["unchanged"].as_u64().unwrap() >= 10, "{ended}");
@@ -641,9 +711,9 @@ async fn killing_the_server_mid_sync_fails_the_run_and_the_next_adds_nothing_twi
         .collect();
     assert_eq!(
         listed.as_array().unwrap().len(),
-        FILES,
-        "no file added twice"
+        SYNC_ITEMS,
+        "no item added twice"
     );
-    assert_eq!(external.len(), FILES);
+    assert_eq!(external.len(), SYNC_ITEMS);
     server.kill().await;
 }

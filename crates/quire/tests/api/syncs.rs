@@ -322,7 +322,8 @@ async fn an_s3_sources_credentials_are_never_shown_nor_stored_in_clear() {
     }
 }
 
-fn s3(variable: &str) -> String {
+/// The S3 test server's setting `variable` (what `scripts/s3-server start` exports).
+pub(crate) fn s3(variable: &str) -> String {
     std::env::var(variable).unwrap_or_else(|_| {
         panic!(
             "{variable} is not set: the S3 tests need a server; run `eval \"$(scripts/s3-server start)\"` first"

@@ -25,13 +25,15 @@ struct SiteState {
     log: Vec<(String, bool, u16)>,
 }
 
-struct Site {
+/// A web site served from the test's process on loopback, logging every request.
+pub(crate) struct Site {
     addr: SocketAddr,
     state: Arc<Mutex<SiteState>>,
 }
 
 impl Site {
-    async fn start() -> Self {
+    /// Starts serving (no pages yet).
+    pub(crate) async fn start() -> Self {
         let state = Arc::new(Mutex::new(SiteState::default()));
         let app = axum::Router::new()
             .fallback(serve)
@@ -42,11 +44,13 @@ impl Site {
         Self { addr, state }
     }
 
-    fn url(&self, path: &str) -> String {
+    /// The address of `path` on the site.
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
 
-    fn put(&self, path: &str, content_type: &'static str, body: String) {
+    /// Serves `body` as `content_type` at `path` from now on.
+    pub(crate) fn put(&self, path: &str, content_type: &'static str, body: String) {
         self.state
             .lock()
             .unwrap()
