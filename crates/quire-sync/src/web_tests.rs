@@ -29,6 +29,11 @@ struct SiteState {
     busy: HashMap<String, (u32, u64)>,
     /// Every request: path (with query), whether it was conditional, status answered.
     log: Vec<(String, bool, u16)>,
+    /// How long each answer takes.
+    delay: std::time::Duration,
+    /// Requests being answered now, and the most there ever were at once.
+    in_flight: usize,
+    most_in_flight: usize,
 }
 
 struct Site {
@@ -103,16 +108,24 @@ impl Site {
 }
 
 async fn serve(
-    axum::extract::State(state): axum::extract::State<Arc<Mutex<SiteState>>>,
+    axum::extract::State(shared): axum::extract::State<Arc<Mutex<SiteState>>>,
     uri: Uri,
     headers: HeaderMap,
 ) -> Response {
+    let delay = {
+        let mut state = shared.lock().unwrap();
+        state.in_flight += 1;
+        state.most_in_flight = state.most_in_flight.max(state.in_flight);
+        state.delay
+    };
+    tokio::time::sleep(delay).await;
     let path = uri
         .path_and_query()
         .map(|p| p.as_str().to_owned())
         .unwrap_or_default();
     let conditional = headers.contains_key(header::IF_NONE_MATCH);
-    let mut state = state.lock().unwrap();
+    let mut state = shared.lock().unwrap();
+    state.in_flight -= 1;
     let response = if let Some((left, seconds)) = state.busy.get_mut(&path).filter(|b| b.0 > 0) {
         *left -= 1;
         (
@@ -239,6 +252,26 @@ async fn a_crawl_follows_links_on_the_site_within_depth_and_page_caps() {
     assert_eq!(ids(&capped), [site.url("/docs/"), site.url("/docs/a.html")]);
     let only_start = site.origin("/docs/", 100, 0).list().await.unwrap();
     assert_eq!(ids(&only_start), [site.url("/docs/")]);
+}
+
+/// Two web sources of one site listing at once (two runs on one node) still send it one
+/// request at a time.
+#[tokio::test]
+async fn two_sources_of_one_host_take_turns() {
+    let site = Site::start().await;
+    let pages: Vec<String> = (0..6).map(|i| format!("p{i}.html")).collect();
+    let links: Vec<&str> = pages.iter().map(String::as_str).collect();
+    site.page("/docs/", &link_page("Home", &links));
+    for page in &pages {
+        site.page(&format!("/docs/{page}"), &link_page(page, &[]));
+    }
+    site.state.lock().unwrap().delay = std::time::Duration::from_millis(20);
+    let (first, second) = (site.origin("/docs/", 100, 1), site.origin("/docs/", 100, 1));
+    let (a, b) = tokio::join!(first.list(), second.list());
+    assert_eq!((a.unwrap().len(), b.unwrap().len()), (7, 7));
+    let state = site.state.lock().unwrap();
+    assert!(state.log.len() >= 14, "{:?}", state.log);
+    assert_eq!(state.most_in_flight, 1);
 }
 
 #[tokio::test]

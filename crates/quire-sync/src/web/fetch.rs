@@ -1,6 +1,6 @@
-//! The web origin's only way out: one GET at a time, every hop's address checked by the SSRF
-//! guard and the connection pinned to the checked addresses, redirects followed by hand,
-//! `Retry-After` honoured, the body capped.
+//! The web origin's only way out: one GET at a time per host, every hop's address checked by
+//! the SSRF guard and the connection pinned to the checked addresses, redirects followed by
+//! hand, `Retry-After` honoured, the body capped.
 
 use std::collections::HashMap;
 use std::error::Error as _;
@@ -220,6 +220,8 @@ impl Fetcher {
                     request = request.header(IF_MODIFIED_SINCE, modified);
                 }
             }
+            // Held until the body is read: one request at a time per host on this node.
+            let _turn = super::hosts::turn(&url).await;
             let response = request
                 .send()
                 .await

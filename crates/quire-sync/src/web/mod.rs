@@ -10,6 +10,7 @@
 //! included) goes through the SSRF guard of `quire-netguard`; see [`fetch`].
 
 mod fetch;
+mod hosts;
 mod page;
 mod robots;
 mod sitemap;
