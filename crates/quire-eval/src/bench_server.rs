@@ -153,6 +153,13 @@ impl Client {
             .bearer_auth(&self.secret)
     }
 
+    /// A `GET` of the API's `path` with the bench's key.
+    pub(crate) fn get(&self, path: &str) -> reqwest::RequestBuilder {
+        self.http
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(&self.secret)
+    }
+
     /// Creates a source and returns its id.
     pub(crate) async fn create_source(&self, name: &str) -> anyhow::Result<String> {
         let response = self

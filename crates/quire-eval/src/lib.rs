@@ -12,6 +12,7 @@ pub mod bench_generate;
 pub mod bench_ingest;
 pub mod bench_queries;
 mod bench_server;
+pub mod bench_sync;
 pub mod bench_vectors;
 pub mod eval;
 pub mod eval_answers;

@@ -1,6 +1,7 @@
 //! A prefix of an S3-compatible bucket as an origin, through the `object_store` crate (the
 //! client configuration mirrors crates/quire-files' `S3Files`).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -136,12 +137,6 @@ impl S3Origin {
             Err(object_store::Error::NotFound { .. }) => return Ok(None),
             Err(e) => return Err(origin_error(&e)),
         };
-        // The HEAD's own answer is the freshest, and some servers list objects without ETags.
-        let meta = ObjectMeta {
-            location: meta.location,
-            e_tag: head.meta.e_tag.or(meta.e_tag),
-            ..head.meta
-        };
         let mut metadata = serde_json::Map::new();
         for (attribute, value) in &head.attributes {
             if let Attribute::Metadata(key) = attribute
@@ -150,41 +145,69 @@ impl S3Origin {
                 metadata.insert(key, value.as_ref().into());
             }
         }
-        metadata.insert(
-            MODIFIED_AT.to_owned(),
-            meta.last_modified
-                .to_rfc3339_opts(SecondsFormat::AutoSi, true)
-                .into(),
-        );
-        let external_id = meta.location.as_ref().to_owned();
-        let name = meta.location.filename().unwrap_or(&external_id).to_owned();
-        let fingerprint = match &meta.e_tag {
-            Some(etag) => format!("etag:{}", etag.trim_matches('"')),
-            None => size_mtime_fingerprint(meta.size, Some(meta.last_modified)),
-        };
-        Ok(Some(Item {
-            external_id,
-            name,
-            fingerprint,
-            size: meta.size,
-            modified: Some(meta.last_modified),
-            metadata,
-        }))
+        Ok(Some(item_of(meta, metadata)))
+    }
+
+    /// The objects under the prefix that the patterns take.
+    async fn listed(&self) -> Result<Vec<ObjectMeta>, SyncError> {
+        self.store
+            .list(self.prefix.as_ref())
+            .map_err(|e| origin_error(&e))
+            .try_filter(|meta| std::future::ready(self.patterns.takes(meta.location.as_ref())))
+            .try_collect()
+            .await
+    }
+}
+
+/// The fingerprint of a listed object: its ETag, else (servers that list without ETags) its
+/// size and modification time. Always the listing's, never a HEAD's, so that the next listing
+/// alone tells an unchanged object.
+fn fingerprint(meta: &ObjectMeta) -> String {
+    match &meta.e_tag {
+        Some(etag) => format!("etag:{}", etag.trim_matches('"')),
+        None => size_mtime_fingerprint(meta.size, Some(meta.last_modified)),
+    }
+}
+
+/// The item of object `meta` with its user `metadata` (and its modification time added).
+fn item_of(meta: ObjectMeta, mut metadata: serde_json::Map<String, serde_json::Value>) -> Item {
+    metadata.insert(
+        MODIFIED_AT.to_owned(),
+        meta.last_modified
+            .to_rfc3339_opts(SecondsFormat::AutoSi, true)
+            .into(),
+    );
+    let external_id = meta.location.as_ref().to_owned();
+    let name = meta.location.filename().unwrap_or(&external_id).to_owned();
+    Item {
+        fingerprint: fingerprint(&meta),
+        name,
+        size: meta.size,
+        modified: Some(meta.last_modified),
+        metadata,
+        external_id,
     }
 }
 
 #[async_trait]
 impl Origin for S3Origin {
     async fn list(&self) -> Result<Vec<Item>, SyncError> {
-        let listed: Vec<ObjectMeta> = self
-            .store
-            .list(self.prefix.as_ref())
-            .map_err(|e| origin_error(&e))
-            .try_filter(|meta| std::future::ready(self.patterns.takes(meta.location.as_ref())))
-            .try_collect()
-            .await?;
+        self.list_since(&HashMap::new()).await
+    }
+
+    /// Only new and changed objects cost a HEAD (for their user metadata): an object the
+    /// listing shows with the fingerprint it had is unchanged and is not asked about again.
+    async fn list_since(&self, previous: &HashMap<String, String>) -> Result<Vec<Item>, SyncError> {
+        let listed = self.listed().await?;
         let mut items: Vec<Item> = futures_util::stream::iter(listed)
-            .map(|meta| self.item(meta))
+            .map(|meta| async move {
+                let known = previous.get(meta.location.as_ref());
+                if known == Some(&fingerprint(&meta)) {
+                    Ok(Some(item_of(meta, serde_json::Map::new())))
+                } else {
+                    self.item(meta).await
+                }
+            })
             .buffered(HEADS_IN_FLIGHT)
             .try_filter_map(|item| std::future::ready(Ok(item)))
             .try_collect()

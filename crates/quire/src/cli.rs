@@ -16,7 +16,7 @@ use tracing_subscriber::EnvFilter;
 
 use quire_eval::{
     bench, bench_cluster, bench_embed, bench_filters, bench_fuzz, bench_generate, bench_ingest,
-    bench_queries, bench_vectors, eval, eval_answers, eval_ocr, eval_pages, eval_pii,
+    bench_queries, bench_sync, bench_vectors, eval, eval_answers, eval_ocr, eval_pages, eval_pii,
     eval_retrieval,
 };
 use quire_server::{Config, Overrides, open_store};
@@ -252,6 +252,10 @@ enum BenchCommand {
     /// server parses uploads; report per format what parsed, failed, panicked, crashed, timed
     /// out or ran out of memory, and save the findings.
     Fuzz(bench_fuzz::FuzzBenchArgs),
+    /// Syncing sources against a local site of N pages (by sitemap and by crawl) and N objects
+    /// in an S3-compatible bucket: first sync and unchanged re-sync, items/s and the requests
+    /// each origin received.
+    Sync(bench_sync::SyncBenchArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -461,6 +465,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         } => {
             init_logging(&config, "warn");
             bench_cluster::cluster(&config, args).await
+        }
+        Command::Bench {
+            command: BenchCommand::Sync(args),
+        } => {
+            init_logging(&config, "warn");
+            bench_sync::sync(&config, args).await
         }
         Command::Bench {
             command: BenchCommand::Fuzz(args),

@@ -10,6 +10,7 @@ mod bench_filters;
 mod bench_fuzz;
 mod bench_ingest;
 mod bench_queries;
+mod bench_sync;
 mod bench_vectors;
 mod browser;
 mod cli;
