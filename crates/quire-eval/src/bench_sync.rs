@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use axum::body::Body;
@@ -102,6 +102,10 @@ struct Row {
     origin_requests: u64,
     /// The same, by kind (`robots`, `sitemap`, `page 200`, `page 304`, `list`, `get`, …).
     by_kind: BTreeMap<String, u64>,
+    /// S3 only: the seconds the S3 server took to answer, summed by kind (requests overlap,
+    /// so the sum may pass the run's time).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    origin_seconds: BTreeMap<String, f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -171,28 +175,34 @@ fn item_text(i: usize, bytes: usize) -> String {
     text
 }
 
-/// Requests counted by kind.
+/// Requests counted by kind, with the time the origin took to answer them where it is known.
 #[derive(Default)]
-struct Counter(Mutex<BTreeMap<String, u64>>);
+struct Counter(Mutex<Counts>);
+
+#[derive(Default)]
+struct Counts {
+    requests: BTreeMap<String, u64>,
+    seconds: BTreeMap<String, f64>,
+}
 
 impl Counter {
     fn count(&self, kind: &str) {
-        *self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .entry(kind.to_owned())
-            .or_default() += 1;
+        *self.lock().requests.entry(kind.to_owned()).or_default() += 1;
+    }
+
+    fn took(&self, kind: &str, time: Duration) {
+        *self.lock().seconds.entry(kind.to_owned()).or_default() += time.as_secs_f64();
     }
 
     /// The counts since the last call, which start again from zero.
-    fn take(&self) -> BTreeMap<String, u64> {
-        std::mem::take(
-            &mut *self
-                .0
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        )
+    fn take(&self) -> Counts {
+        std::mem::take(&mut *self.lock())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Counts> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -258,8 +268,9 @@ fn row(
     origin: OriginKind,
     run: &'static str,
     ended: &Value,
-    by_kind: BTreeMap<String, u64>,
+    counts: Counts,
 ) -> anyhow::Result<Row> {
+    let by_kind = counts.requests;
     if ended["status"] != "succeeded" {
         bail!("the {run} run did not succeed: {ended}");
     }
@@ -291,6 +302,7 @@ fn row(
         items_per_second,
         origin_requests: by_kind.values().sum(),
         by_kind,
+        origin_seconds: counts.seconds,
     })
 }
 
@@ -511,6 +523,7 @@ async fn forward(State(proxy): State<Arc<Proxy>>, request: Request) -> Response 
     for (name, value) in &parts.headers {
         outgoing = outgoing.header(name, value);
     }
+    let started = Instant::now();
     let answered = match outgoing.send().await {
         Ok(answered) => answered,
         Err(e) => return (StatusCode::BAD_GATEWAY, e.to_string()).into_response(),
@@ -520,6 +533,7 @@ async fn forward(State(proxy): State<Arc<Proxy>>, request: Request) -> Response 
     headers.remove(header::TRANSFER_ENCODING);
     headers.remove(header::CONNECTION);
     let body = answered.bytes().await.unwrap_or_default();
+    proxy.counter.took(&kind, started.elapsed());
     let mut response = Response::new(Body::from(body));
     *response.status_mut() = status;
     *response.headers_mut() = headers;
@@ -539,7 +553,10 @@ fn print_table(report: &Report) {
         let kinds: Vec<String> = row
             .by_kind
             .iter()
-            .map(|(kind, n)| format!("{kind} {n}"))
+            .map(|(kind, n)| match row.origin_seconds.get(kind) {
+                Some(seconds) => format!("{kind} {n} ({seconds:.2} s)"),
+                None => format!("{kind} {n}"),
+            })
             .collect();
         println!(
             "{:<12} {:<10} {:>6} {:>6} {:>9} {:>8.2} {:>9.0} {:>9}  {}",
