@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use futures_util::{StreamExt, TryStreamExt};
 use quire_core::{
     ExternalId, Metadata, NewSource, SourceId, SourceRecord, SourceScope, SourceType,
 };
@@ -32,6 +33,9 @@ pub const SYNC_RUNS: &str = "quire_sync_runs_total";
 pub const SYNC_ITEMS: &str = "quire_sync_items_total";
 /// Counter of bytes sync runs fetched from their origins.
 pub const SYNC_BYTES: &str = "quire_sync_fetched_bytes_total";
+/// Items a run fetches and stores at once (its bound on concurrent requests to the origin;
+/// a web source's pages are fetched while listing, one request at a time per host).
+const ITEMS_IN_FLIGHT: usize = 4;
 
 /// What syncing needs from the operator: where folders may be read, whether web sources may
 /// reach internal addresses, the key that seals credentials, and this node's name (each run
@@ -715,7 +719,8 @@ async fn sync_once(services: &Services, run: &mut SyncRun) -> Result<(), AppErro
     let mut failures: BTreeMap<String, String> = BTreeMap::new();
     let mut counts = SyncCounts::default();
     let mut seen = std::collections::HashSet::new();
-    for item in &items {
+    let mut to_take = Vec::new();
+    for (index, item) in items.iter().enumerate() {
         seen.insert(item.external_id.clone());
         let external_id = match ExternalId::parse(&item.external_id) {
             Ok(id) => id,
@@ -729,19 +734,35 @@ async fn sync_once(services: &Services, run: &mut SyncRun) -> Result<(), AppErro
             counts.unchanged += 1;
             continue;
         }
-        match take(services, &actor, source, origin.as_ref(), item, external_id).await {
+        to_take.push((index, external_id));
+    }
+    // A few items at a time: an origin's latency per item (an S3 GET) is paid in parallel,
+    // within a bound per run. Each item's fingerprint is recorded once its document is.
+    let (actor, origin, items) = (&actor, origin.as_ref(), &items);
+    let taken: Vec<_> = futures_util::stream::iter(to_take)
+        .map(|(index, external_id)| async move {
+            let item = &items[index];
+            let outcome = take(services, actor, source, origin, item, external_id).await;
+            if outcome.is_ok() {
+                services
+                    .store
+                    .set_sync_item(source, &item.external_id, Some(&item.fingerprint))
+                    .await?;
+            }
+            Ok::<_, AppError>((item, outcome))
+        })
+        .buffer_unordered(ITEMS_IN_FLIGHT)
+        .try_collect()
+        .await?;
+    for (item, outcome) in taken {
+        match outcome {
             Ok(Created::New(_)) => counts.added += 1,
             Ok(Created::Version(_)) => counts.updated += 1,
             Ok(Created::Existing(_)) => counts.unchanged += 1,
             Err(e) => {
                 failures.insert(item.external_id.clone(), e.to_string());
-                continue;
             }
         }
-        services
-            .store
-            .set_sync_item(source, &item.external_id, Some(&item.fingerprint))
-            .await?;
     }
     for gone in known.keys().filter(|k| !seen.contains(*k)) {
         if let Some(document) = documents.get(gone) {
