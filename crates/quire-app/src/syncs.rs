@@ -766,7 +766,7 @@ async fn sync_once(services: &Services, run: &mut SyncRun) -> Result<(), AppErro
     }
     for gone in known.keys().filter(|k| !seen.contains(*k)) {
         if let Some(document) = documents.get(gone) {
-            match crate::documents::delete(services, &actor, source, *document).await {
+            match crate::documents::delete(services, actor, source, *document).await {
                 Ok(_) => counts.deleted += 1,
                 // Deleted by someone else since the run began: gone either way.
                 Err(AppError::NotFound(_)) => {}
