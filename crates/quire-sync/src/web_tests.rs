@@ -19,6 +19,8 @@ enum Resource {
     Page(&'static str, String),
     /// A redirect (302) to this location.
     Redirect(String),
+    /// Bytes served as they are (a gzip sitemap), without validators.
+    Binary(&'static str, Vec<u8>),
 }
 
 /// What the site holds and what it was asked.
@@ -138,6 +140,9 @@ async fn serve(
             None => StatusCode::NOT_FOUND.into_response(),
             Some(Resource::Redirect(to)) => {
                 (StatusCode::FOUND, [(header::LOCATION, to)]).into_response()
+            }
+            Some(Resource::Binary(content_type, bytes)) => {
+                ([(header::CONTENT_TYPE, content_type)], bytes).into_response()
             }
             Some(Resource::Page(content_type, body)) => {
                 let etag = format!("\"{}\"", &hex::encode(Sha256::digest(&body))[..16]);
@@ -348,7 +353,7 @@ async fn a_sitemap_index_and_its_sitemaps_list_the_pages() {
             format!(
                 "<sitemapindex><sitemap><loc>{}</loc></sitemap><sitemap><loc>{}</loc></sitemap></sitemapindex>",
                 site.url("/maps/one.xml"),
-                site.url("/maps/two.xml")
+                site.url("/maps/two.xml.gz")
             ),
         ),
     );
@@ -365,12 +370,17 @@ async fn a_sitemap_index_and_its_sitemaps_list_the_pages() {
             ]),
         ),
     );
+    // The second sitemap is compressed, as large sites serve theirs.
+    let compressed = {
+        use std::io::Write as _;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(sitemap(&[(&two, None), (&gone, Some("2024-01-01"))]).as_bytes())
+            .unwrap();
+        gz.finish().unwrap()
+    };
     site.put(
-        "/maps/two.xml",
-        Resource::Page(
-            "application/xml",
-            sitemap(&[(&two, None), (&gone, Some("2024-01-01"))]),
-        ),
+        "/maps/two.xml.gz",
+        Resource::Binary("application/gzip", compressed),
     );
     site.page(
         "/guide/one.html",
@@ -405,7 +415,7 @@ async fn a_sitemap_index_and_its_sitemaps_list_the_pages() {
     );
 
     // An unreachable sitemap fails the run rather than losing its pages.
-    site.remove("/maps/two.xml");
+    site.remove("/maps/two.xml.gz");
     let failed = origin_again(&site, "/sitemap.xml")
         .list_since(&previous(&items))
         .await

@@ -58,7 +58,8 @@ const LANGUAGE: &str = "language";
 /// How to read a web site.
 #[derive(Debug, Clone)]
 pub struct WebSpec {
-    /// A sitemap (a URL whose path ends in `.xml`) or a start page; http or https.
+    /// A sitemap (a URL whose path ends in `.xml`, or `.xml.gz` compressed) or a start page;
+    /// http or https.
     pub url: String,
     /// Most pages taken per run.
     pub max_pages: u64,
@@ -135,7 +136,10 @@ impl WebOrigin {
         };
         let fetcher = Fetcher::new(guard, spec.max_page_bytes).map_err(SyncError::Invalid)?;
         Ok(Self {
-            sitemap: start.path().to_ascii_lowercase().ends_with(".xml"),
+            sitemap: {
+                let path = start.path().to_ascii_lowercase();
+                path.ends_with(".xml") || path.ends_with(".xml.gz")
+            },
             start,
             prefix,
             max_pages: usize::try_from(spec.max_pages.clamp(1, MAX_PAGES)).unwrap_or(1),
@@ -495,7 +499,9 @@ impl WebOrigin {
             if !answer.status.is_success() {
                 return Err(failed(format!("HTTP {}", answer.status.as_u16())));
             }
-            let listed = sitemap::read(&String::from_utf8_lossy(&answer.body)).map_err(failed)?;
+            let listed = sitemap::text_of(&answer.body)
+                .and_then(|text| sitemap::read(&text))
+                .map_err(failed)?;
             for nested in listed.sitemaps {
                 match Url::parse(nested.trim()) {
                     Ok(nested) if nesting < MAX_SITEMAP_NESTING && same_site(&nested).is_ok() => {

@@ -13,6 +13,30 @@ pub struct Sitemap {
     pub sitemaps: Vec<String>,
 }
 
+/// Largest sitemap read, uncompressed (the sitemaps.org protocol's own limit).
+pub const MAX_SITEMAP_BYTES: u64 = 50 * 1024 * 1024;
+
+/// A sitemap's text from the bytes served: gzip-compressed (`.xml.gz`, told by its magic
+/// bytes, whatever the URL or content type say) or plain.
+pub fn text_of(body: &[u8]) -> Result<String, String> {
+    if !body.starts_with(&[0x1f, 0x8b]) {
+        return Ok(String::from_utf8_lossy(body).into_owned());
+    }
+    use std::io::Read as _;
+    let mut text = Vec::new();
+    flate2::read::GzDecoder::new(body)
+        .take(MAX_SITEMAP_BYTES + 1)
+        .read_to_end(&mut text)
+        .map_err(|e| format!("a damaged gzip sitemap: {e}"))?;
+    if text.len() as u64 > MAX_SITEMAP_BYTES {
+        return Err(format!(
+            "larger than {} MiB uncompressed",
+            MAX_SITEMAP_BYTES / 1024 / 1024
+        ));
+    }
+    Ok(String::from_utf8_lossy(&text).into_owned())
+}
+
 /// Reads a sitemap or sitemap index; the error says what is wrong with the XML.
 pub fn read(xml: &str) -> Result<Sitemap, String> {
     let mut reader = Reader::from_str(xml);
@@ -92,6 +116,19 @@ fn push(entry: &mut Option<(bool, String, String)>, field: Option<&str>, text: &
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_gzip_sitemap_is_read_like_a_plain_one_and_a_damaged_one_is_refused() {
+        use std::io::Write as _;
+        let xml = r#"<urlset><url><loc>https://a.example/x</loc></url></urlset>"#;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(xml.as_bytes()).unwrap();
+        let gz = gz.finish().unwrap();
+        assert_eq!(text_of(&gz).unwrap(), xml);
+        assert_eq!(text_of(xml.as_bytes()).unwrap(), xml);
+        let cut = &gz[..gz.len() / 2];
+        assert!(text_of(cut).unwrap_err().contains("damaged gzip"));
+    }
 
     #[test]
     fn a_urlset_lists_pages_with_lastmod() {
