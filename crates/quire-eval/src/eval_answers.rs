@@ -180,7 +180,24 @@ async fn financebench_eval(
         .clone()
         .unwrap_or_else(|| PathBuf::from("(a temporary directory)"));
     let names = crate::eval_pages::ingest_directory(parts, &files, &data_dir).await?;
-    let scores = answer_citations(services, &names, &questions).await?;
+    let mut dump = match &args.dump {
+        Some(path) => Some(std::io::BufWriter::new(
+            std::fs::File::create(path)
+                .with_context(|| format!("could not create {}", path.display()))?,
+        )),
+        None => None,
+    };
+    let scores = answer_citations(
+        services,
+        &names,
+        &questions,
+        dump.as_mut().map(|d| d as &mut dyn std::io::Write),
+    )
+    .await?;
+    if let Some(mut out) = dump {
+        use std::io::Write;
+        out.flush()?;
+    }
     println!(
         "\nanswers ({}): {} questions\n  citing an evidence page   {:.3}\n  citing the evidence filing {:.3}\n  citing nothing (abstained) {:.3}",
         scores.generator,

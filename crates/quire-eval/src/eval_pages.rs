@@ -124,7 +124,7 @@ pub async fn pages(base: &Config, args: PagesEvalArgs) -> anyhow::Result<()> {
     let scores = evaluate(&state, &names, &questions, args.mode, args.misses).await?;
     print_report(&scores);
     if args.answers {
-        let cited = answer_citations(&state, &names, &questions).await?;
+        let cited = answer_citations(&state, &names, &questions, None).await?;
         println!(
             "\nanswers ({}): {} questions; citing an evidence page {:.3}, citing the evidence \
              document {:.3}, citing nothing {:.3}",
@@ -163,6 +163,7 @@ pub async fn answer_citations(
     state: &Services,
     names: &HashMap<String, String>,
     questions: &[Question],
+    mut dump: Option<&mut dyn std::io::Write>,
 ) -> anyhow::Result<CitationScores> {
     let asked = with_evidence(names, questions)?;
     let key = quire_core::KeyId::new();
@@ -190,6 +191,16 @@ pub async fn answer_citations(
             page += 1.0;
         }
         document += document_hit_at(&cited, evidence, cited.len());
+        if let Some(out) = dump.as_mut() {
+            let line = serde_json::json!({
+                "question": q.text,
+                "evidence": evidence.iter().collect::<Vec<_>>(),
+                "answer": answer.text,
+                "cited": cited,
+                "citesEvidence": cited.iter().any(|p| evidence.contains(p)),
+            });
+            writeln!(out, "{line}")?;
+        }
         progress.inc(1);
     }
     progress.finish();

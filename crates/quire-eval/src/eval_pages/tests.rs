@@ -133,7 +133,9 @@ async fn a_small_corpus_scores_end_to_end() {
 
     // The extractive answerer cites the blade page for the first question and has nothing to
     // cite for the second.
-    let cited = answer_citations(&state, &names, &questions).await.unwrap();
+    let cited = answer_citations(&state, &names, &questions, None)
+        .await
+        .unwrap();
     assert_eq!(cited.generator, "extractive");
     assert_eq!(cited.questions, 2);
     assert_eq!(cited.evidence_page, 0.5, "{cited:?}");

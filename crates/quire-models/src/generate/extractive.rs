@@ -91,11 +91,11 @@ impl Extractive {
     /// The answer as pieces, one quoted sentence with its marker each (every piece after
     /// the first starts with the separating space), or the single piece [`NO_ANSWER`].
     pub fn answer_pieces(&self, grounding: &Grounding) -> Vec<String> {
-        let chosen = self.choose(grounding);
+        let (chosen, also) = self.choose(grounding);
         if chosen.is_empty() {
             return vec![NO_ANSWER.to_owned()];
         }
-        chosen
+        let mut pieces: Vec<String> = chosen
             .iter()
             .enumerate()
             .map(|(n, c)| {
@@ -103,14 +103,23 @@ impl Extractive {
                 let index = grounding.passages[c.passage].index;
                 format!("{space}{} [{index}]", c.text)
             })
-            .collect()
+            .collect();
+        if !also.is_empty() {
+            let markers: Vec<String> = also
+                .iter()
+                .map(|&p| format!("[{}]", grounding.passages[p].index))
+                .collect();
+            pieces.push(format!(" {SEE_ALSO} {}", markers.join(" ")));
+        }
+        pieces
     }
 
-    /// The sentences to quote, in the order they are given.
-    fn choose(&self, grounding: &Grounding) -> Vec<Candidate> {
+    /// The sentences to quote, in the order they are given, and the other passages (by
+    /// position) that hold a sentence on the question, to be named after them.
+    fn choose(&self, grounding: &Grounding) -> (Vec<Candidate>, Vec<usize>) {
         let query = Query::new(&grounding.question, &grounding.history);
         if query.is_empty() {
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         }
         let candidates = candidates(&grounding.passages);
         let texts: HashMap<(usize, usize), String> = candidates
@@ -144,11 +153,20 @@ impl Extractive {
                 let passage = &grounding.passages[c.passage];
                 demands.support(
                     &c.text,
+                    frame(passage, &c.text),
                     &documents[passage.document_name.as_str()],
                     &retrieved,
                 )
             })
             .collect();
+        // Passages with a sentence on the question that the question's names and numbers
+        // support: the further sources an answer names after its quotes.
+        let mut on_question: Vec<Vec<Candidate>> = vec![Vec::new(); grounding.passages.len()];
+        for (n, c) in candidates.iter().enumerate() {
+            if supported[n] == Support::Supported && self.is_on_question(found[n]) {
+                on_question[c.passage].push(c.clone());
+            }
+        }
         // The best sentence of the top-ranked passage needs less of the question's words.
         let top = (0..candidates.len())
             .filter(|&n| candidates[n].passage == 0)
@@ -226,7 +244,20 @@ impl Extractive {
         // (often an agent) takes the first quote as the answer, and grouping by passage in
         // document order would open with whatever precedes it ("The pump is not
         // self-priming." before the priming steps).
-        chosen
+        let also = if chosen.is_empty() {
+            Vec::new()
+        } else {
+            further_sources(&grounding.passages, &chosen, &on_question)
+        };
+        (chosen, also)
+    }
+
+    /// Whether a sentence matching as `found` is on the question, enough to name its passage
+    /// as a further source: the gate of the top-ranked passage's best sentence.
+    fn is_on_question(&self, found: Match) -> bool {
+        found.score > 0.0
+            && (found.terms >= 2 || found.key)
+            && found.coverage >= self.settings.min_coverage * TOP_GATE_SHARE
     }
 
     /// Whether the sentence matching as `found` may be quoted; `vouched` for the best
@@ -240,6 +271,30 @@ impl Extractive {
             vouched && (found.terms >= 2 || found.key) && found.coverage >= needed * TOP_GATE_SHARE;
         found.score > 0.0 && (strict || relaxed)
     }
+}
+
+/// The words that introduce the further sources after the quotes.
+pub const SEE_ALSO: &str = "See also";
+
+/// The passages (by position, in rank order) with a sentence on the question, given by
+/// `on_question`, that no quote cites or repeats: where the reader checks what the quotes
+/// leave out (a filing's other statements, the other pages of a manual). A page is named
+/// once.
+fn further_sources(
+    passages: &[Passage],
+    chosen: &[Candidate],
+    on_question: &[Vec<Candidate>],
+) -> Vec<usize> {
+    let place = |p: usize| (passages[p].document_name.as_str(), passages[p].page);
+    let mut named: HashSet<(&str, Option<u32>)> = chosen.iter().map(|c| place(c.passage)).collect();
+    (0..passages.len())
+        .filter(|&p| {
+            on_question[p]
+                .iter()
+                .any(|s| chosen.iter().all(|c| overlap(c, s) <= MAX_OVERLAP))
+                && named.insert(place(p))
+        })
+        .collect()
 }
 
 /// Openings of a sentence that goes on about the one before it.
@@ -300,6 +355,17 @@ fn document_words(passages: &[Passage]) -> HashMap<&str, DocumentWords> {
         .into_iter()
         .map(|(name, texts)| (name, DocumentWords::of(texts)))
         .collect()
+}
+
+/// What qualifies `sentence` of `passage` beside the sentence itself: a table row (cells
+/// joined by ` | `) is read under its table, whose header names the columns; a sentence under
+/// its section heading.
+fn frame<'p>(passage: &'p Passage, sentence: &str) -> &'p str {
+    if sentence.contains(" | ") {
+        &passage.content
+    } else {
+        passage.section.as_deref().unwrap_or_default()
+    }
 }
 
 /// Terms of the passage's section and document name (without extension), which often name

@@ -293,7 +293,13 @@ fn settings_limit_the_sentences_and_the_answer_is_deterministic() {
         max_sentences: 1,
         ..ExtractiveSettings::default()
     });
-    assert_eq!(one.answer_pieces(&g).len(), 1);
+    let quotes = |pieces: Vec<String>| {
+        pieces
+            .into_iter()
+            .filter(|p| !p.starts_with(&format!(" {SEE_ALSO}")))
+            .count()
+    };
+    assert_eq!(quotes(one.answer_pieces(&g)), 1);
     let strict = Extractive::new(ExtractiveSettings {
         min_coverage: 1.0,
         ..ExtractiveSettings::default()
@@ -447,4 +453,66 @@ fn one_shared_word_does_not_make_the_top_passage_an_answer() {
     let question = "What is the corporation tax rate for a limited company with weekly payroll?";
     let pieces = Extractive::default().answer_pieces(&grounding(question, passages));
     assert_eq!(pieces, [NO_ANSWER]);
+}
+
+#[test]
+fn other_passages_on_the_question_are_named_after_the_quotes() {
+    let passages = vec![
+        passage(
+            1,
+            "xr200-manual.pdf",
+            Some(12),
+            "Prime the pump by filling the casing with clean water before the first start.",
+        ),
+        passage(
+            2,
+            "xr200-manual.pdf",
+            Some(12),
+            "Prime the pump again after every seal change.",
+        ),
+        passage(
+            3,
+            "xr200-manual.pdf",
+            Some(30),
+            "If the pump runs dry, stop it and prime the casing again before restarting.",
+        ),
+        passage(
+            4,
+            "warranty.pdf",
+            Some(2),
+            "The warranty covers parts for 24 months.",
+        ),
+        passage(
+            5,
+            "xr200-manual.pdf",
+            Some(31),
+            "Prime the pump by filling the casing with clean water before the first start.",
+        ),
+    ];
+    let one = Extractive::new(ExtractiveSettings {
+        max_sentences: 1,
+        ..ExtractiveSettings::default()
+    });
+    let pieces = one.answer_pieces(&grounding("How do I prime the pump?", passages));
+    // Page 12 is cited by the quote, the warranty is about something else, and page 31 only
+    // repeats the quote: page 30 is the further source.
+    assert_eq!(
+        pieces,
+        [
+            "Prime the pump by filling the casing with clean water before the first start. [1]",
+            " See also [3]"
+        ],
+        "{pieces:?}"
+    );
+    // An answer that quotes nothing names nothing.
+    let none = one.answer_pieces(&grounding(
+        "How do I prime the pump?",
+        vec![passage(
+            1,
+            "warranty.pdf",
+            Some(2),
+            "The warranty covers parts for 24 months.",
+        )],
+    ));
+    assert_eq!(none, [NO_ANSWER]);
 }

@@ -168,7 +168,10 @@ impl Demands {
         if !is_question(question) {
             return Self::default();
         }
-        let words: Vec<&str> = raw_words(question).collect();
+        // Names and numbers come from the sentence that asks (up to the first "?"): what
+        // follows is instructions ("DPO is defined as: 365 * …"), not facts to find.
+        let asking = question.find('?').map_or(question, |end| &question[..=end]);
+        let words: Vec<&str> = raw_words(asking).collect();
         let folded: Vec<String> = words.iter().map(|w| fold(w)).collect();
         let capitalised = words
             .iter()
@@ -194,7 +197,7 @@ impl Demands {
             }
             name.clear();
         };
-        let codes = codes(question);
+        let codes = codes(asking);
         for (position, word) in words.iter().enumerate() {
             if codes.contains(&folded[position]) {
                 flush(&mut name, &mut specifics);
@@ -211,7 +214,7 @@ impl Demands {
                 continue;
             }
             let is_name = word.starts_with(char::is_uppercase)
-                && ((!opens_sentence(question, word) && !title_case)
+                && ((!opens_sentence(asking, word) && !title_case)
                     || word.chars().skip(1).any(char::is_uppercase))
                 && !is_function_word(&folded[position]);
             if is_name {
@@ -221,28 +224,30 @@ impl Demands {
             }
         }
         flush(&mut name, &mut specifics);
-        let asking = question.find('?').map_or(question, |end| &question[..=end]);
         // "Whether or not", "may or may not" weigh both sides: no negation.
         let lower = asking.to_lowercase();
         let negated = is_negated(&lower.replace("or not", "").replace("may not", ""));
         Self {
             specifics,
-            numbers: numbers(question)
+            numbers: numbers(asking)
                 .into_iter()
                 .filter(|n| n.len() >= 2)
                 .collect(),
             negated,
             kind: kind(&folded),
-            words: folded.into_iter().collect(),
-            asked: raw_words(asking).map(fold).collect(),
+            words: raw_words(question).map(fold).collect(),
+            asked: folded.into_iter().collect(),
         }
     }
 
-    /// How `sentence` stands to the question, in a passage with text `passage`, of a
-    /// document whose retrieved text and name are `document`.
+    /// How `sentence` stands to the question: `frame` is the text that qualifies it (its
+    /// passage's heading; for a table row, the whole table, whose header names the columns),
+    /// `document` the retrieved text and name of its document, `retrieved` those of every
+    /// document retrieved.
     pub(super) fn support(
         &self,
         sentence: &str,
+        frame: &str,
         document: &DocumentWords,
         retrieved: &DocumentWords,
     ) -> Support {
@@ -255,8 +260,16 @@ impl Demands {
                 Support::Contradicted
             };
         }
-        if self.negated && !is_negated(sentence) || self.opposes(sentence) {
+        if self.negated && !is_negated(sentence)
+            || self.opposes(sentence)
+            || self.loses_a_prefix(sentence)
+        {
             return Support::Contradicted;
+        }
+        // A year or amount of the question that the document gives only elsewhere belongs
+        // to another of its facts ("in 1979" against a sentence about 1974).
+        if self.states_other_numbers(sentence, frame) {
+            return Support::Unfit;
         }
         match self.kind {
             Some(kind) if !self.brings(kind, sentence) => Support::Unfit,
@@ -289,7 +302,53 @@ impl Demands {
     /// Whether `sentence` may be quoted at all.
     #[cfg(test)]
     fn met_by(&self, sentence: &str, _passage: &str, document: &DocumentWords) -> bool {
-        self.support(sentence, document, document) == Support::Supported
+        self.support(sentence, "", document, document) == Support::Supported
+    }
+
+    /// Whether `sentence` (read under `frame`) gives, in place of a number of the question,
+    /// another of its kind: "in 1974" where the question asks about 1979, "November 7" for
+    /// "December 25th". Numbers of the same count of digits are of one kind. A sentence with
+    /// no such number says nothing against the question: a line of a table or a page is
+    /// qualified by its column header or running head.
+    fn states_other_numbers(&self, sentence: &str, frame: &str) -> bool {
+        let mut here = numbers(sentence);
+        here.extend(numbers(frame));
+        let digits = |n: &str| {
+            (
+                n.chars().filter(char::is_ascii_digit).count(),
+                n.contains('.'),
+            )
+        };
+        let other_figure = self
+            .numbers
+            .iter()
+            .any(|asked| !here.contains(asked) && here.iter().any(|n| digits(n) == digits(asked)));
+        // The same for numbers in words: "a fourth source" against "a third source".
+        let said: HashSet<String> = raw_words(sentence).map(fold).collect();
+        let other_word = [CARDINALS, ORDINALS].iter().any(|kind| {
+            let asked: Vec<&&str> = kind.iter().filter(|w| self.asked.contains(**w)).collect();
+            !asked.is_empty()
+                && !asked.iter().any(|w| said.contains(**w))
+                && kind.iter().any(|w| said.contains(*w))
+        });
+        other_figure || other_word
+    }
+
+    /// Whether the question asks with a word negated by its prefix ("disapproved",
+    /// "unnatural") where `sentence` has the word without it and no negation of its own (it
+    /// may say "not approved").
+    fn loses_a_prefix(&self, sentence: &str) -> bool {
+        if is_negated(sentence) {
+            return false;
+        }
+        let said: HashSet<String> = raw_words(sentence).map(fold).collect();
+        self.asked.iter().any(|word| {
+            NEGATING_PREFIXES.iter().any(|prefix| {
+                word.strip_prefix(prefix).is_some_and(|rest| {
+                    rest.chars().count() >= 4 && said.contains(rest) && !said.contains(word)
+                })
+            })
+        })
     }
 
     /// Whether `sentence` says the opposite of a word of the question without saying the word.
@@ -399,6 +458,19 @@ fn numbers(text: &str) -> Vec<String> {
     out
 }
 
+/// Numbers written as words, by kind ("one" is left out: it is as often a pronoun).
+const CARDINALS: &[&str] = &[
+    "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+];
+const ORDINALS: &[&str] = &[
+    "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
+    "eleventh", "twelfth",
+];
+
+/// Prefixes that turn a word into its negation ("unknown", "disapprove", "non-violent");
+/// "in-" and "im-" are left out, too many words only begin with them ("inform", "impress").
+const NEGATING_PREFIXES: &[&str] = &["un", "dis", "non"];
+
 /// Groups of words that exclude each other: a sentence with one of them does not answer a
 /// question that asks with another.
 const OPPOSITES: &[&[&str]] = &[
@@ -442,6 +514,20 @@ const OPPOSITES: &[&[&str]] = &[
     &["male", "female"],
     &["men", "women"],
     &["strongest", "weakest"],
+    &["strong", "weak"],
+    &["new", "old"],
+    &["before", "after"],
+    &["earlier", "later"],
+    &["inside", "outside"],
+    &["large", "small"],
+    &["high", "low"],
+    &["begin", "end"],
+    &["began", "ended"],
+    &["beginning", "end"],
+    &["start", "end"],
+    &["started", "ended"],
+    &["born", "died"],
+    &["summer", "winter"],
 ];
 
 /// The parts of the question's product codes, folded: the words of a run of letters and

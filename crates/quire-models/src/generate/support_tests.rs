@@ -202,3 +202,68 @@ fn a_question_in_title_case_has_no_names_from_its_capitals() {
     let demands = Demands::of("What Is The Capital Of France");
     assert_eq!(demands.specifics.len(), 0);
 }
+
+#[test]
+fn a_sentence_giving_another_figure_of_the_kind_asked_is_no_answer() {
+    // The document says 1979 elsewhere; this sentence is about 1974.
+    let document_text = "Prices rose again in 1979. By March 1974 the price had risen to $12.";
+    let words = document(document_text);
+    let demands = Demands::of("What did the price of oil rise to in 1979?");
+    let other_year = "By March 1974 the price had risen to $12.";
+    assert_eq!(
+        demands.support(other_year, "", &words, &words),
+        Support::Unfit
+    );
+    // A sentence without a year may be qualified by its heading, and a table row by its
+    // table's header; a sentence that gives the year is fine.
+    let undated = "The price had risen to $12 a barrel.";
+    assert_eq!(
+        demands.support(undated, "", &words, &words),
+        Support::Supported
+    );
+    let row = "Average price | $12 | $31";
+    assert_eq!(
+        demands.support(
+            row,
+            "Year | 1974 | 1979\nAverage price | $12 | $31",
+            &words,
+            &words
+        ),
+        Support::Supported
+    );
+    // Numbers in words are of a kind too: a third source is not the fourth.
+    let third = "A third possible source of antigens are mutated proteins.";
+    let fourth = Demands::of("What is a fourth possible source of antigens?");
+    assert_eq!(
+        fourth.support(third, "", &document(third), &document(third)),
+        Support::Unfit
+    );
+    let asked_third = Demands::of("What is a third possible source of antigens?");
+    assert_eq!(
+        asked_third.support(third, "", &document(third), &document(third)),
+        Support::Supported
+    );
+}
+
+#[test]
+fn a_question_negated_by_a_prefix_is_not_answered_by_the_plain_word() {
+    let approved = "Abercrombie refused to act until Loudoun approved the plans.";
+    let demands = Demands::of("Who refused to act until Loudoun disapproved the plans?");
+    assert!(!demands.met_by(approved, approved, &document(approved)));
+    // A sentence that says it with a negation of its own may answer.
+    let not_approved = "Abercrombie refused to act while Loudoun had not approved the plans.";
+    assert!(demands.met_by(not_approved, not_approved, &document(not_approved)));
+    // Short remainders are not prefixes: "under" is not "un-der".
+    let under = Demands::of("Who served under Rollo?");
+    let served = "The Normans served under Rollo.";
+    assert!(under.met_by(served, served, &document(served)));
+}
+
+#[test]
+fn before_is_not_after_and_new_is_not_old() {
+    let after = "After the war the college admitted women.";
+    let demands = Demands::of("What did the college do before the war?");
+    assert!(!demands.met_by(after, after, &document(after)));
+    let both = "Before and after the war the college admitted women.";
+    assert!(demands.met_by(both, both, &document(both)));
+}
