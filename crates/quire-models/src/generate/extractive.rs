@@ -232,10 +232,13 @@ impl Extractive {
             }
         }
         // A quote goes on into the next sentence when that one refers back to it ("His
-        // orders were …"): the answer is often there.
+        // orders were …") or speaks of the question too: the sentence that matches a
+        // question best often restates it, and the answer follows.
+        let quoted: HashSet<(usize, usize)> = chosen.iter().map(|c| (c.passage, c.order)).collect();
         for quote in &mut chosen {
             if let Some(next) = texts.get(&(quote.passage, quote.order + 1))
-                && refers_back(next)
+                && !quoted.contains(&(quote.passage, quote.order + 1))
+                && (refers_back(next) || query.shares_a_term(&terms(next)))
             {
                 quote.text = format!("{} {next}", quote.text);
             }
@@ -279,7 +282,9 @@ pub const SEE_ALSO: &str = "See also";
 /// The passages (by position, in rank order) with a sentence on the question, given by
 /// `on_question`, that no quote cites or repeats: where the reader checks what the quotes
 /// leave out (a filing's other statements, the other pages of a manual). A page is named
-/// once.
+/// once. Only a repeat within the quote's own document is left out (the chunker's overlap, a
+/// manual saying it twice): the same words in another document (next year's filing) are
+/// another source.
 fn further_sources(
     passages: &[Passage],
     chosen: &[Candidate],
@@ -289,10 +294,12 @@ fn further_sources(
     let mut named: HashSet<(&str, Option<u32>)> = chosen.iter().map(|c| place(c.passage)).collect();
     (0..passages.len())
         .filter(|&p| {
-            on_question[p]
-                .iter()
-                .any(|s| chosen.iter().all(|c| overlap(c, s) <= MAX_OVERLAP))
-                && named.insert(place(p))
+            on_question[p].iter().any(|s| {
+                chosen.iter().all(|c| {
+                    passages[c.passage].document_name != passages[p].document_name
+                        || overlap(c, s) <= MAX_OVERLAP
+                })
+            }) && named.insert(place(p))
         })
         .collect()
 }

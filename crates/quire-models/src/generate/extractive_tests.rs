@@ -516,3 +516,53 @@ fn other_passages_on_the_question_are_named_after_the_quotes() {
     ));
     assert_eq!(none, [NO_ANSWER]);
 }
+
+#[test]
+fn a_quote_goes_on_into_a_next_sentence_about_the_question() {
+    let passages = vec![passage(
+        1,
+        "history.txt",
+        None,
+        "The Normans arrived in Sicily in 1061 and fought the Saracens for thirty years. \
+         Roger de Hauteville led the Normans until the island fell in 1091. \
+         Sicilian wine was traded across the Mediterranean.",
+    )];
+    let one = Extractive::new(ExtractiveSettings {
+        max_sentences: 1,
+        ..ExtractiveSettings::default()
+    });
+    let pieces = one.answer_pieces(&grounding(
+        "Who led the Normans who arrived in Sicily?",
+        passages,
+    ));
+    // One sentence is quoted; the next speaks of the Normans too and goes with it (it holds
+    // the leader); the third does not speak of the question and is left out.
+    assert_eq!(
+        pieces,
+        [
+            "The Normans arrived in Sicily in 1061 and fought the Saracens for thirty years. \
+          Roger de Hauteville led the Normans until the island fell in 1091. [1]"
+        ],
+        "{pieces:?}"
+    );
+}
+
+#[test]
+fn the_same_words_in_another_document_are_another_source() {
+    let sentence = "Cash dividends paid to shareholders were $389 million.";
+    let passages = vec![
+        passage(1, "water-2021-10k.pdf", Some(88), sentence),
+        passage(2, "water-2020-10k.pdf", Some(86), sentence),
+        passage(3, "water-2021-10k.pdf", Some(90), sentence),
+    ];
+    let pieces = Extractive::default().answer_pieces(&grounding(
+        "How much were the cash dividends paid?",
+        passages,
+    ));
+    // The 2020 filing says the same and is named; the 2021 filing's own repeat is not.
+    assert_eq!(
+        pieces,
+        [format!("{sentence} [1]"), " See also [2]".into()],
+        "{pieces:?}"
+    );
+}

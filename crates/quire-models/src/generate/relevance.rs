@@ -75,6 +75,13 @@ impl Query {
         self.terms.iter().any(|q| q.weight < 1.0)
     }
 
+    /// Whether `terms` (a sentence's) hold a term of the question itself.
+    pub(super) fn shares_a_term(&self, terms: &[String]) -> bool {
+        self.terms
+            .iter()
+            .any(|q| q.asked && terms.iter().any(|t| *t == q.term))
+    }
+
     /// True when the question has no content term at all ("what is it?").
     pub(super) fn is_empty(&self) -> bool {
         self.terms.is_empty()
