@@ -79,7 +79,7 @@ impl Query {
     pub(super) fn shares_a_term(&self, terms: &[String]) -> bool {
         self.terms
             .iter()
-            .any(|q| q.asked && terms.iter().any(|t| *t == q.term))
+            .any(|q| q.asked && terms.contains(&q.term))
     }
 
     /// True when the question has no content term at all ("what is it?").
