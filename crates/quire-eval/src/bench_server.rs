@@ -222,7 +222,7 @@ impl Client {
 }
 
 /// The JSON body of a successful answer; an error with the body otherwise.
-async fn answer(response: reqwest::Response) -> anyhow::Result<Value> {
+pub(crate) async fn answer(response: reqwest::Response) -> anyhow::Result<Value> {
     let status = response.status();
     let text = response.text().await?;
     if !status.is_success() {

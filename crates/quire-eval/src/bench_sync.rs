@@ -35,7 +35,7 @@ use quire_server::Config;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::bench_server::{BenchServer, UNLIMITED};
+use crate::bench_server::{BenchServer, UNLIMITED, answer};
 
 /// Options of `quire bench sync`.
 #[derive(Debug, Args)]
@@ -304,15 +304,6 @@ fn row(
         by_kind,
         origin_seconds: counts.seconds,
     })
-}
-
-async fn answer(response: reqwest::Response) -> anyhow::Result<Value> {
-    let status = response.status();
-    let text = response.text().await?;
-    if !status.is_success() {
-        bail!("the server answered {status}: {text}");
-    }
-    serde_json::from_str(&text).with_context(|| format!("not JSON: {text}"))
 }
 
 /// Serves `router` on a free loopback port.

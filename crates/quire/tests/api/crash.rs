@@ -693,27 +693,27 @@ async fn kill_mid_sync(source: Value, origin_env: Vec<(&'static str, String)>) {
             .contains("interrupted"),
         "{interrupted}"
     );
-    assert_eq!(ended["status"], "succeeded", "{ended}");
     assert_eq!(ended["failed"], 0, "{ended}");
-    // What the first run stored is kept (unchanged), the rest added: each file exactly once.
+    assert!(ended["unchanged"].as_u64().unwrap() >= 10, "{ended}");
+    each_item_once(&ended, &documents(&client, &server, &key, &source).await);
+    server.kill().await;
+}
+
+/// What a cut-short run stored is kept (unchanged) by the run after it, which adds the rest:
+/// `ended` (that run) succeeded, and `listed` (the source's documents) holds each of the
+/// [`SYNC_ITEMS`] items exactly once.
+pub(crate) fn each_item_once(ended: &Value, listed: &Value) {
+    assert_eq!(ended["status"], "succeeded", "{ended}");
     assert_eq!(
         ended["added"].as_u64().unwrap() + ended["unchanged"].as_u64().unwrap(),
         SYNC_ITEMS as u64,
         "{ended}"
     );
-    assert!(ended["unchanged"].as_u64().unwrap() >= 10, "{ended}");
-    let listed = documents(&client, &server, &key, &source).await;
+    let listed = listed.as_array().unwrap();
     let external: BTreeSet<&str> = listed
-        .as_array()
-        .unwrap()
         .iter()
         .map(|d| d["externalId"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        listed.as_array().unwrap().len(),
-        SYNC_ITEMS,
-        "no item added twice"
-    );
+    assert_eq!(listed.len(), SYNC_ITEMS, "no item added twice");
     assert_eq!(external.len(), SYNC_ITEMS);
-    server.kill().await;
 }
