@@ -15,7 +15,9 @@
 mod squad;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::fs::File;
+use std::io::{BufWriter, Write as _};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -109,13 +111,7 @@ async fn squad_eval(
     let mut outcomes = Vec::with_capacity(questions.len());
     let mut times = Vec::with_capacity(questions.len());
     let mut generator = String::new();
-    let mut dump = match &args.dump {
-        Some(path) => Some(std::io::BufWriter::new(
-            std::fs::File::create(path)
-                .with_context(|| format!("could not create {}", path.display()))?,
-        )),
-        None => None,
-    };
+    let mut dump = open_dump(args.dump.as_deref())?;
     let mut progress = Progress::new("answers", questions.len() as u64);
     // A model server may fail an answer now and then: counted, not fatal to the run.
     let mut errors = 0usize;
@@ -140,17 +136,13 @@ async fn squad_eval(
         times.push(took);
         let outcome = Outcome::of(question, document, &answer);
         if let Some(out) = dump.as_mut() {
-            use std::io::Write;
             writeln!(out, "{}", squad::dump_line(question, &answer, &outcome))?;
         }
         outcomes.push(outcome);
         progress.inc(1);
     }
     progress.finish();
-    if let Some(mut out) = dump {
-        use std::io::Write;
-        out.flush()?;
-    }
+    close_dump(dump)?;
     if errors > 0 {
         println!("{errors} questions got an error instead of an answer and are left out");
     }
@@ -180,13 +172,7 @@ async fn financebench_eval(
         .clone()
         .unwrap_or_else(|| PathBuf::from("(a temporary directory)"));
     let names = crate::eval_pages::ingest_directory(parts, &files, &data_dir).await?;
-    let mut dump = match &args.dump {
-        Some(path) => Some(std::io::BufWriter::new(
-            std::fs::File::create(path)
-                .with_context(|| format!("could not create {}", path.display()))?,
-        )),
-        None => None,
-    };
+    let mut dump = open_dump(args.dump.as_deref())?;
     let scores = answer_citations(
         services,
         &names,
@@ -194,10 +180,7 @@ async fn financebench_eval(
         dump.as_mut().map(|d| d as &mut dyn std::io::Write),
     )
     .await?;
-    if let Some(mut out) = dump {
-        use std::io::Write;
-        out.flush()?;
-    }
+    close_dump(dump)?;
     println!(
         "\nanswers ({}): {} questions\n  citing an evidence page   {:.3}\n  citing the evidence filing {:.3}\n  citing nothing (abstained) {:.3}",
         scores.generator,
@@ -207,6 +190,24 @@ async fn financebench_eval(
         scores.nothing
     );
     print_latency(scores.times);
+    Ok(())
+}
+
+/// The `--dump` file, created (or emptied), when one is asked for.
+fn open_dump(path: Option<&Path>) -> anyhow::Result<Option<BufWriter<File>>> {
+    path.map(|path| {
+        File::create(path)
+            .map(BufWriter::new)
+            .with_context(|| format!("could not create {}", path.display()))
+    })
+    .transpose()
+}
+
+/// Writes out what the `--dump` file still buffers.
+fn close_dump(dump: Option<BufWriter<File>>) -> anyhow::Result<()> {
+    if let Some(mut out) = dump {
+        out.flush()?;
+    }
     Ok(())
 }
 

@@ -260,15 +260,15 @@ impl Demands {
                 Support::Contradicted
             };
         }
-        if self.negated && !is_negated(sentence)
-            || self.opposes(sentence)
-            || self.loses_a_prefix(sentence)
-        {
+        // The sentence's words and negation, read once for the checks below.
+        let said: HashSet<String> = raw_words(sentence).map(fold).collect();
+        let negated = is_negated(sentence);
+        if self.negated && !negated || self.opposes(&said) || self.loses_a_prefix(&said, negated) {
             return Support::Contradicted;
         }
         // A year or amount of the question that the document gives only elsewhere belongs
         // to another of its facts ("in 1979" against a sentence about 1974).
-        if self.states_other_numbers(sentence, frame) {
+        if self.states_other_numbers(sentence, &said, frame) {
             return Support::Unfit;
         }
         match self.kind {
@@ -305,12 +305,13 @@ impl Demands {
         self.support(sentence, "", document, document) == Support::Supported
     }
 
-    /// Whether `sentence` (read under `frame`) gives, in place of a number of the question,
+    /// Whether `sentence` (its words `said`, read under `frame`) gives, in place of a number
+    /// of the question,
     /// another of its kind: "in 1974" where the question asks about 1979, "November 7" for
     /// "December 25th". Numbers of the same count of digits are of one kind. A sentence with
     /// no such number says nothing against the question: a line of a table or a page is
     /// qualified by its column header or running head.
-    fn states_other_numbers(&self, sentence: &str, frame: &str) -> bool {
+    fn states_other_numbers(&self, sentence: &str, said: &HashSet<String>, frame: &str) -> bool {
         let mut here = numbers(sentence);
         here.extend(numbers(frame));
         let digits = |n: &str| {
@@ -324,7 +325,6 @@ impl Demands {
             .iter()
             .any(|asked| !here.contains(asked) && here.iter().any(|n| digits(n) == digits(asked)));
         // The same for numbers in words: "a fourth source" against "a third source".
-        let said: HashSet<String> = raw_words(sentence).map(fold).collect();
         let other_word = [CARDINALS, ORDINALS].iter().any(|kind| {
             let asked: Vec<&&str> = kind.iter().filter(|w| self.asked.contains(**w)).collect();
             !asked.is_empty()
@@ -335,13 +335,12 @@ impl Demands {
     }
 
     /// Whether the question asks with a word negated by its prefix ("disapproved",
-    /// "unnatural") where `sentence` has the word without it and no negation of its own (it
-    /// may say "not approved").
-    fn loses_a_prefix(&self, sentence: &str) -> bool {
-        if is_negated(sentence) {
+    /// "unnatural") where the sentence (its words `said`) has the word without it and no
+    /// negation of its own (`negated`: it may say "not approved").
+    fn loses_a_prefix(&self, said: &HashSet<String>, negated: bool) -> bool {
+        if negated {
             return false;
         }
-        let said: HashSet<String> = raw_words(sentence).map(fold).collect();
         self.asked.iter().any(|word| {
             NEGATING_PREFIXES.iter().any(|prefix| {
                 word.strip_prefix(prefix).is_some_and(|rest| {
@@ -351,9 +350,9 @@ impl Demands {
         })
     }
 
-    /// Whether `sentence` says the opposite of a word of the question without saying the word.
-    fn opposes(&self, sentence: &str) -> bool {
-        let said: HashSet<String> = raw_words(sentence).map(fold).collect();
+    /// Whether a sentence (its words `said`) says the opposite of a word of the question
+    /// without saying the word.
+    fn opposes(&self, said: &HashSet<String>) -> bool {
         OPPOSITES.iter().any(|group| {
             group
                 .iter()

@@ -19,8 +19,8 @@ use quire_parse::fixtures::pdf;
 use crate::crash::{
     BROKEN_EVERY, DOCUMENTS, SYNC_ITEMS, Server, create_source, documents,
     each_chunk_is_found_once, each_item_once, every_document_ends_as_it_should, key_from_cli,
-    marker, one_final_event_per_document, post_json, register_final_events, sync_item_text,
-    unfinished, upload_documents,
+    marker, one_final_event_per_document, post_json, register_final_events, second_run_end,
+    sync_folder, unfinished, upload_documents,
 };
 use crate::generate::{PUMP_PAGES, start_generate, three_questions_are_answered_in_arrival_order};
 use crate::helpers::fake_llm::{Fake, Upstream, with_llm};
@@ -576,14 +576,7 @@ async fn a_killed_nodes_documents_are_taken_over_within_a_minute_by_default() {
 async fn a_killed_nodes_sync_run_is_ended_by_another_node_which_syncs_again() {
     let unique = uuid::Uuid::new_v4().simple().to_string();
     let url = postgres_schema_url(&format!("quire_syncover_{unique}"));
-    let folder = tempfile::tempdir().unwrap();
-    for i in 0..SYNC_ITEMS {
-        std::fs::write(
-            folder.path().join(format!("note-{i:03}.md")),
-            sync_item_text(i),
-        )
-        .unwrap();
-    }
+    let folder = sync_folder();
     let env = || {
         let mut env = process_node_env(&url, &format!("syncover-{unique}"));
         env.push((
@@ -630,35 +623,18 @@ async fn a_killed_nodes_sync_run_is_ended_by_another_node_which_syncs_again() {
         taken < SYNC_ITEMS,
         "the run ended before the kill ({taken} documents)"
     );
-    let runs = || async {
-        let response = client
-            .get(survivor.url(&format!("/api/v1/sources/{source}/syncs")))
-            .bearer_auth(&key)
-            .send()
-            .await
-            .unwrap();
-        response.json::<Value>().await.unwrap()
-    };
-    let last = RefCell::new(Value::Null);
-    within(Duration::from_secs(180), "the second run's end", || async {
-        let listed = runs().await;
-        let done = listed.as_array().unwrap().len() == 2 && listed[0]["status"] != "running";
-        *last.borrow_mut() = listed;
-        done
-    })
-    .await;
-    let all = last.into_inner();
+    let (ended, interrupted) =
+        second_run_end(&client, &survivor, &key, &source, Duration::from_secs(180)).await;
     eprintln!(
         "the sync was run again and done {:?} after the kill",
         killed.elapsed()
     );
-    let (ended, interrupted) = (&all[0], &all[1]);
     assert_eq!(interrupted["status"], "failed", "{interrupted}");
     assert!(
         interrupted["error"].as_str().unwrap().contains("lease"),
         "{interrupted}"
     );
-    each_item_once(ended, &documents(&client, &survivor, &key, &source).await);
+    each_item_once(&ended, &documents(&client, &survivor, &key, &source).await);
     survivor.kill().await;
 }
 

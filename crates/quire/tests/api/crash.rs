@@ -552,14 +552,7 @@ pub(crate) fn sync_item_text(i: usize) -> String {
 
 #[tokio::test]
 async fn killing_the_server_mid_sync_fails_the_run_and_the_next_adds_nothing_twice() {
-    let folder = tempfile::tempdir().unwrap();
-    for i in 0..SYNC_ITEMS {
-        std::fs::write(
-            folder.path().join(format!("note-{i:03}.md")),
-            sync_item_text(i),
-        )
-        .unwrap();
-    }
+    let folder = sync_folder();
     let env = vec![(
         "QUIRE_CONNECTORS_FOLDER_ROOTS",
         folder.path().display().to_string(),
@@ -661,30 +654,10 @@ async fn kill_mid_sync(source: Value, origin_env: Vec<(&'static str, String)>) {
     );
 
     let server = Server::start_with(dir.path(), env()).await;
-    let runs_path = format!("/api/v1/sources/{source}/syncs");
-    let runs = |server: &Server| {
-        let (client, url, key) = (client.clone(), server.url(&runs_path), key.clone());
-        async move {
-            let runs: Value = client
-                .get(url)
-                .bearer_auth(key)
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            runs.as_array().unwrap().clone()
-        }
-    };
     // The run the kill cut short is failed at start; the sync it was doing is still due, so
     // a new run comes by itself and finishes the work.
-    let all = crate::helpers::poll(Duration::from_secs(120), "the second run's end", || async {
-        let runs = runs(&server).await;
-        (runs.len() == 2 && runs[0]["status"] != "running").then_some(runs)
-    })
-    .await;
-    let (ended, interrupted) = (all[0].clone(), all[1].clone());
+    let (ended, interrupted) =
+        second_run_end(&client, &server, &key, &source, Duration::from_secs(120)).await;
     assert_eq!(interrupted["status"], "failed", "{interrupted}");
     assert!(
         interrupted["error"]
@@ -697,6 +670,46 @@ async fn kill_mid_sync(source: Value, origin_env: Vec<(&'static str, String)>) {
     assert!(ended["unchanged"].as_u64().unwrap() >= 10, "{ended}");
     each_item_once(&ended, &documents(&client, &server, &key, &source).await);
     server.kill().await;
+}
+
+/// A temporary folder of [`SYNC_ITEMS`] Markdown files, [`sync_item_text`] each.
+pub(crate) fn sync_folder() -> tempfile::TempDir {
+    let folder = tempfile::tempdir().unwrap();
+    for i in 0..SYNC_ITEMS {
+        std::fs::write(
+            folder.path().join(format!("note-{i:03}.md")),
+            sync_item_text(i),
+        )
+        .unwrap();
+    }
+    folder
+}
+
+/// Waits (at most `limit`) until `source` has two sync runs, as `server` lists them, and the
+/// newer one has ended; returns the newer and the older.
+pub(crate) async fn second_run_end(
+    client: &reqwest::Client,
+    server: &Server,
+    key: &str,
+    source: &str,
+    limit: Duration,
+) -> (Value, Value) {
+    let url = server.url(&format!("/api/v1/sources/{source}/syncs"));
+    let runs = crate::helpers::poll(limit, "the second run's end", || async {
+        let runs: Value = client
+            .get(&url)
+            .bearer_auth(key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let runs = runs.as_array().unwrap().clone();
+        (runs.len() == 2 && runs[0]["status"] != "running").then_some(runs)
+    })
+    .await;
+    (runs[0].clone(), runs[1].clone())
 }
 
 /// What a cut-short run stored is kept (unchanged) by the run after it, which adds the rest:
