@@ -369,6 +369,18 @@ async fn fail_where<B: Backend>(
     error: &str,
     now: DateTime<Utc>,
 ) -> StoreResult<u64> {
+    // The schedulers ask every few seconds and there is seldom anything to end: a read says
+    // so without taking the write lock (SQLite's is the whole database's).
+    let any = store
+        .read()
+        .await?
+        .exists(bind(Query::new(format!(
+            "SELECT 1 FROM sync_runs WHERE status = 'running' AND {condition}"
+        ))))
+        .await?;
+    if !any {
+        return Ok(0);
+    }
     let mut tx = store.begin_write().await?;
     let rows = tx
         .fetch_all(bind(Query::new(format!(
