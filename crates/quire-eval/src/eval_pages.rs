@@ -198,6 +198,13 @@ pub async fn answer_citations(
                 "answer": answer.text,
                 "cited": cited,
                 "citesEvidence": cited.iter().any(|p| evidence.contains(p)),
+                "retrieved": answer.retrieved.iter().map(|c| serde_json::json!({
+                    "document": c.document_name,
+                    "page": c.page,
+                    "section": c.section,
+                    "content": c.content,
+                    "score": c.score,
+                })).collect::<Vec<_>>(),
             });
             writeln!(out, "{line}")?;
         }

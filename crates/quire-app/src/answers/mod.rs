@@ -42,7 +42,8 @@ impl std::fmt::Debug for Generation {
 /// How answers are grounded and streamed.
 #[derive(Debug, Clone, Copy)]
 pub struct GenerationSettings {
-    /// Passages retrieved and numbered for each answer.
+    /// Passages retrieved and numbered for each answer: by default as many as a search
+    /// returns by default, so an answer reads what a search would show.
     pub passages: usize,
     /// Earlier exchanges of a conversation read back.
     pub history_turns: u32,
@@ -56,7 +57,7 @@ pub struct GenerationSettings {
 impl Default for GenerationSettings {
     fn default() -> Self {
         Self {
-            passages: 8,
+            passages: 10,
             history_turns: 10,
             history_tokens: 2000,
             keep_alive: Duration::from_secs(15),

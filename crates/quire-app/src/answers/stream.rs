@@ -205,6 +205,10 @@ pub struct CollectedAnswer {
     pub text: String,
     /// The passages its markers name.
     pub citations: Vec<Citation>,
+    /// Every passage retrieved and numbered for the answer, cited or not, in rank order
+    /// (what the generator was given: the evaluation reads it to tell retrieval's misses
+    /// from the answerer's).
+    pub retrieved: Vec<Citation>,
     /// What answered (`extractive`, or the model and server).
     pub generator: String,
 }
@@ -251,6 +255,12 @@ pub async fn answer_collected(
     ticket.release().await;
     Ok(CollectedAnswer {
         citations: citations(&text, &answering.passages),
+        retrieved: answering
+            .passages
+            .iter()
+            .enumerate()
+            .map(|(i, p)| Citation::of(i + 1, p))
+            .collect(),
         text,
         generator: services.generation.generator.name(),
     })

@@ -16,7 +16,7 @@ use std::collections::{HashMap, HashSet};
 use async_trait::async_trait;
 
 use super::relevance::{Match, Query, Scorer};
-use super::sentences::split_sentences;
+use super::sentences::{is_figure_row, split_sentences};
 use super::support::{Demands, DocumentWords, Support};
 use super::terms::terms;
 use super::{GenerateError, Generator, Grounding, Passage, TextStream, Turn};
@@ -162,11 +162,28 @@ impl Extractive {
         // Passages with a sentence on the question that the question's names and numbers
         // support: the further sources an answer names after its quotes.
         let mut on_question: Vec<Vec<Candidate>> = vec![Vec::new(); grounding.passages.len()];
+        // The sentences of each passage, to tell a page that repeats a quote.
+        let mut sentences: Vec<Vec<Candidate>> = vec![Vec::new(); grounding.passages.len()];
         for (n, c) in candidates.iter().enumerate() {
             if supported[n] == Support::Supported && self.is_on_question(found[n]) {
                 on_question[c.passage].push(c.clone());
             }
+            sentences[c.passage].push(c.clone());
         }
+        // Passages that speak of the question: two of its terms in the heading and text, or
+        // a name of it in the heading (a statement's page is headed by the company's name;
+        // its text, figures, may hold no other word of the question). A name in the text
+        // alone is not enough: every page of a company's filing names it somewhere.
+        let speaks: Vec<bool> = grounding
+            .passages
+            .iter()
+            .map(|p| {
+                let heading = p.section.as_deref().map(terms).unwrap_or_default();
+                let mut words = terms(&p.content);
+                words.extend_from_slice(&heading);
+                query.holds(&words) >= 2 || query.names(&heading)
+            })
+            .collect();
         // The best sentence of the top-ranked passage needs less of the question's words.
         let top = (0..candidates.len())
             .filter(|&n| candidates[n].passage == 0)
@@ -233,9 +250,13 @@ impl Extractive {
         }
         // A quote goes on into the next sentence when that one refers back to it ("His
         // orders were …") or speaks of the question too: the sentence that matches a
-        // question best often restates it, and the answer follows.
+        // question best often restates it, and the answer follows. A table's row is a fact
+        // of its own, and the next row another.
         let quoted: HashSet<(usize, usize)> = chosen.iter().map(|c| (c.passage, c.order)).collect();
         for quote in &mut chosen {
+            if is_row(&quote.text) {
+                continue;
+            }
             if let Some(next) = texts.get(&(quote.passage, quote.order + 1))
                 && !quoted.contains(&(quote.passage, quote.order + 1))
                 && (refers_back(next) || query.shares_a_term(&terms(next)))
@@ -250,7 +271,15 @@ impl Extractive {
         let also = if chosen.is_empty() {
             Vec::new()
         } else {
-            further_sources(&grounding.passages, &chosen, &on_question)
+            further_sources(
+                &grounding.passages,
+                &chosen,
+                &Further {
+                    on_question: &on_question,
+                    speaks: &speaks,
+                    sentences: &sentences,
+                },
+            )
         };
         (chosen, also)
     }
@@ -279,27 +308,42 @@ impl Extractive {
 /// The words that introduce the further sources after the quotes.
 pub const SEE_ALSO: &str = "See also";
 
-/// The passages (by position, in rank order) with a sentence on the question, given by
-/// `on_question`, that no quote cites or repeats: where the reader checks what the quotes
-/// leave out (a filing's other statements, the other pages of a manual). A page is named
-/// once. Only a repeat within the quote's own document is left out (the chunker's overlap, a
-/// manual saying it twice): the same words in another document (next year's filing) are
-/// another source.
-fn further_sources(
-    passages: &[Passage],
-    chosen: &[Candidate],
-    on_question: &[Vec<Candidate>],
-) -> Vec<usize> {
+/// What tells a passage worth naming after the quotes, by position.
+struct Further<'a> {
+    /// Its sentences on the question that the question's names and numbers support.
+    on_question: &'a [Vec<Candidate>],
+    /// Whether its heading and text hold two terms of the question, or its heading a name.
+    speaks: &'a [bool],
+    /// All its sentences.
+    sentences: &'a [Vec<Candidate>],
+}
+
+/// The passages (by position, in rank order) that no quote cites or repeats, where the
+/// reader checks what the quotes leave out (a filing's other statements, the other pages of
+/// a manual): those with a sentence on the question, and the other pages of a quoted
+/// document that speak of the question (its balance sheet, when the quote is from its cash
+/// flow statement: retrieval found them, and the quote vouches for the document). A page is
+/// named once. Only a repeat within the quote's own document is left out (the chunker's
+/// overlap, a manual saying it twice): the same words in another document (next year's
+/// filing) are another source.
+fn further_sources(passages: &[Passage], chosen: &[Candidate], further: &Further) -> Vec<usize> {
     let place = |p: usize| (passages[p].document_name.as_str(), passages[p].page);
+    let document = |p: usize| passages[p].document_name.as_str();
+    let new = |p: usize, s: &Candidate| {
+        chosen
+            .iter()
+            .all(|c| document(c.passage) != document(p) || overlap(c, s) <= MAX_OVERLAP)
+    };
+    let quoted: HashSet<&str> = chosen.iter().map(|c| document(c.passage)).collect();
     let mut named: HashSet<(&str, Option<u32>)> = chosen.iter().map(|c| place(c.passage)).collect();
     (0..passages.len())
         .filter(|&p| {
-            on_question[p].iter().any(|s| {
-                chosen.iter().all(|c| {
-                    passages[c.passage].document_name != passages[p].document_name
-                        || overlap(c, s) <= MAX_OVERLAP
-                })
-            }) && named.insert(place(p))
+            let on_question = further.on_question[p].iter().any(|s| new(p, s));
+            let sentences = &further.sentences[p];
+            let of_a_quoted_document = further.speaks[p]
+                && quoted.contains(document(p))
+                && (sentences.is_empty() || sentences.iter().any(|s| new(p, s)));
+            (on_question || of_a_quoted_document) && named.insert(place(p))
         })
         .collect()
 }
@@ -365,14 +409,20 @@ fn document_words(passages: &[Passage]) -> HashMap<&str, DocumentWords> {
 }
 
 /// What qualifies `sentence` of `passage` beside the sentence itself: a table row (cells
-/// joined by ` | `) is read under its table, whose header names the columns; a sentence under
+/// joined by ` | `, or a PDF's line of figures) is read under its table, whose header names the columns; a sentence under
 /// its section heading.
 fn frame<'p>(passage: &'p Passage, sentence: &str) -> &'p str {
-    if sentence.contains(" | ") {
+    if is_row(sentence) {
         &passage.content
     } else {
         passage.section.as_deref().unwrap_or_default()
     }
+}
+
+/// Whether a quotable sentence is a table's row: cells joined by ` | `, or a PDF's line of
+/// figures.
+fn is_row(sentence: &str) -> bool {
+    sentence.contains(" | ") || is_figure_row(sentence)
 }
 
 /// Terms of the passage's section and document name (without extension), which often name

@@ -566,3 +566,114 @@ fn the_same_words_in_another_document_are_another_source() {
         "{pieces:?}"
     );
 }
+
+#[test]
+fn the_rows_a_definition_names_are_quoted_from_a_pdf_statement() {
+    let passages = vec![
+        Passage {
+            section: Some("Consolidated Balance Sheets".into()),
+            ..passage(
+                1,
+                "ACME_2015_10K.pdf",
+                Some(59),
+                "Consolidated Balance Sheets\n\
+                 November 27, 2015 2014\n\
+                 Total current assets 3,754.9 3,640.5\n\
+                 Total current liabilities 2,213.6 2,494.3\n\
+                 Total assets 11,726.5 10,785.8",
+            )
+        },
+        Passage {
+            section: Some("Consolidated Statements of Cash Flows".into()),
+            ..passage(
+                2,
+                "ACME_2015_10K.pdf",
+                Some(63),
+                "Consolidated Statements of Cash Flows\n\
+                 Years ended 2015 2014 2013\n\
+                 Net cash provided by operating activities 1,469.5 1,287.5 1,151.7\n\
+                 Purchases of property and equipment (184.9) (148.3) (188.4)",
+            )
+        },
+    ];
+    let pieces = Extractive::default().answer_pieces(&grounding(
+        "What is the FY2015 operating cash flow ratio for Acme? Operating cash flow ratio is \
+         defined as: cash from operations / total current liabilities. Round your answer to \
+         two decimal places.",
+        passages,
+    ));
+    let answer = pieces.concat();
+    // Neither row says "operating cash flow ratio"; each gives a term of its definition.
+    assert!(
+        answer.contains("Total current liabilities 2,213.6 2,494.3 [1]")
+            && answer
+                .contains("Net cash provided by operating activities 1,469.5 1,287.5 1,151.7 [2]"),
+        "{pieces:?}"
+    );
+}
+
+#[test]
+fn the_other_pages_of_a_quoted_filing_that_speak_of_the_question_are_named() {
+    let passages = vec![
+        passage(
+            1,
+            "ACME_2022_10K.pdf",
+            Some(63),
+            "Net cash provided by operating activities rose to $7.8 billion in 2022.",
+        ),
+        // The statement's next page is its heading alone.
+        Passage {
+            section: Some("Acme Corporation Consolidated Statements of Cash Flows".into()),
+            ..passage(
+                2,
+                "ACME_2022_10K.pdf",
+                Some(64),
+                "(in millions, except per share data)",
+            )
+        },
+        // Another page of the filing with one word of the question is not about it.
+        passage(
+            3,
+            "ACME_2022_10K.pdf",
+            Some(12),
+            "Employees receive a cash bonus each year.",
+        ),
+        // Another filing's page says as little and is not named either.
+        passage(
+            4,
+            "OTHER_2022_10K.pdf",
+            Some(40),
+            "Operating leases are described in Note 7.",
+        ),
+        // A page that repeats the quote is not named.
+        passage(
+            5,
+            "ACME_2022_10K.pdf",
+            Some(3),
+            "Net cash provided by operating activities rose to $7.8 billion in 2022.",
+        ),
+        // A statement's page headed by the company's name, its figures no other word of the
+        // question.
+        Passage {
+            section: Some("ACME CORPORATION Consolidated Balance Sheets".into()),
+            ..passage(
+                6,
+                "ACME_2022_10K.pdf",
+                Some(61),
+                "Total equity 18,078 18,705",
+            )
+        },
+    ];
+    let pieces = Extractive::default().answer_pieces(&grounding(
+        "How much cash did Acme's operating activities provide in FY2022?",
+        passages,
+    ));
+    assert_eq!(
+        pieces,
+        [
+            "Net cash provided by operating activities rose to $7.8 billion in 2022. [1]",
+            " See also [2] [6]"
+        ],
+        "{pieces:?}"
+    );
+}

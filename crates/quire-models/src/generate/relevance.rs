@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 
 use super::Turn;
+use super::sentences::split_inline;
 use super::terms::{raw_words, term, terms};
 
 /// BM25's term-frequency saturation.
@@ -36,6 +37,12 @@ struct QueryTerm {
     /// sentence about it alone ("Ibuprofen is used for pain") does not answer "and its side
     /// effects?", and a new, unrelated short question is not held to the old subject.
     asked: bool,
+    /// The parts of the question the term belongs to, whose coverage is measured: part 0
+    /// is the sentence that asks (or a borrowed question), each further part what one of
+    /// the question's definitions defines with ("X is defined as: A / B" gives "A / B").
+    /// The instructions around them ("Round to two decimals.") steer the ranking, but an
+    /// answer need not repeat them.
+    parts: Vec<usize>,
     /// Written as a name or a code (capitalised inside the question, all capitals, or with
     /// digits): such a term is specific enough to make a sentence relevant on its own.
     key: bool,
@@ -47,7 +54,12 @@ pub(super) struct Query {
     terms: Vec<QueryTerm>,
     /// Consecutive terms (indices into `terms`, stopwords skipped) and their weight.
     phrases: Vec<(usize, usize, f32)>,
+    /// How many parts coverage is measured on (see [`QueryTerm::parts`]).
+    parts: usize,
 }
+
+/// The part of a question that asks.
+const ASKING: usize = 0;
 
 impl Query {
     /// The terms of `question`; for a follow-up (few terms of its own: "and its side
@@ -55,7 +67,25 @@ impl Query {
     /// weight, so the answer stays on the conversation's subject.
     pub(super) fn new(question: &str, history: &[Turn]) -> Self {
         let mut query = Self::default();
-        query.add(question, 1.0, true);
+        let (before, asking, after) = split_asking(question);
+        query.add(asking, 1.0, true, Some(ASKING));
+        // A sentence giving one term of a definition ("Total current liabilities 2,213.6")
+        // answers part of the question.
+        for (n, definition) in definitions(after).into_iter().enumerate() {
+            query.add(definition, 1.0, true, Some(n + 1));
+        }
+        query.add(before, 1.0, true, None);
+        query.add(after, 1.0, true, None);
+        // "Revenue fell in 2015. Why?": the sentences before it say what is asked.
+        if !query.terms.iter().any(|q| q.parts.contains(&ASKING)) {
+            query.terms.iter_mut().for_each(|q| q.parts.push(ASKING));
+        }
+        query.parts = query
+            .terms
+            .iter()
+            .flat_map(|q| q.parts.iter().copied())
+            .max()
+            .map_or(0, |p| p + 1);
         if query.terms.len() <= FOLLOW_UP_TERMS
             && let Some(previous) = history
                 .iter()
@@ -65,7 +95,8 @@ impl Query {
         {
             // With no term of its own ("Why?"), the question is about the previous subject.
             let asked = query.terms.is_empty();
-            query.add(previous, HISTORY_WEIGHT, asked);
+            query.add(previous, HISTORY_WEIGHT, asked, asked.then_some(ASKING));
+            query.parts = query.parts.max(1);
         }
         query
     }
@@ -82,14 +113,30 @@ impl Query {
             .any(|q| q.asked && terms.contains(&q.term))
     }
 
+    /// How many distinct terms of the question itself `terms` hold.
+    pub(super) fn holds(&self, terms: &[String]) -> usize {
+        self.terms
+            .iter()
+            .filter(|q| q.asked && terms.contains(&q.term))
+            .count()
+    }
+
+    /// Whether `terms` hold a name or code of the question itself.
+    pub(super) fn names(&self, terms: &[String]) -> bool {
+        self.terms
+            .iter()
+            .any(|q| q.asked && q.key && terms.contains(&q.term))
+    }
+
     /// True when the question has no content term at all ("what is it?").
     pub(super) fn is_empty(&self) -> bool {
         self.terms.is_empty()
     }
 
     /// Adds the terms of `text` (a term already present keeps its higher weight), `asked`
-    /// when `text` is the question itself.
-    fn add(&mut self, text: &str, weight: f32, asked: bool) {
+    /// when `text` is the question itself, in `part` when its terms count towards that
+    /// part's coverage.
+    fn add(&mut self, text: &str, weight: f32, asked: bool, part: Option<usize>) {
         let words: Vec<&str> = raw_words(text).collect();
         let capitalised = words
             .iter()
@@ -106,6 +153,11 @@ impl Query {
             let id = match self.terms.iter().position(|q| q.term == term) {
                 Some(id) => {
                     self.terms[id].key |= key;
+                    if let Some(part) = part
+                        && !self.terms[id].parts.contains(&part)
+                    {
+                        self.terms[id].parts.push(part);
+                    }
                     id
                 }
                 None => {
@@ -113,6 +165,7 @@ impl Query {
                         term,
                         weight,
                         asked,
+                        parts: part.into_iter().collect(),
                         key,
                     });
                     self.terms.len() - 1
@@ -127,6 +180,58 @@ impl Query {
             previous = Some(id);
         }
     }
+}
+
+/// Openings after which a question's sentence says what its quantity is made of, and the
+/// words that end the name being defined ("X is defined as: A / B", "Define X as A + B",
+/// "Calculate X using A and B").
+const DEFINING: &[&str] = &[
+    "defined as",
+    "calculated as",
+    "computed as",
+    " as ",
+    " using ",
+];
+
+/// What the definitions in `text` (the sentences after the question) define with: the text
+/// after "defined as" and the like in each sentence that defines or calculates.
+fn definitions(text: &str) -> Vec<&str> {
+    text.split_inclusive(['.', ';', '?', '!'])
+        .filter_map(|sentence| {
+            let lower = sentence.to_ascii_lowercase();
+            if !["defin", "calculat", "comput"]
+                .iter()
+                .any(|stem| lower.contains(stem))
+            {
+                return None;
+            }
+            DEFINING
+                .iter()
+                .find_map(|marker| lower.find(marker).map(|at| &sentence[at + marker.len()..]))
+                .map(|defined| defined.trim_start_matches(|c: char| c == ':' || c.is_whitespace()))
+        })
+        .collect()
+}
+
+/// `question` as the text before the sentence that asks, that sentence, and the text after
+/// it. The sentence that asks ends at the first "?" and begins after the sentence before it
+/// (abbreviations and initials do not end one) or after a colon ("…cash flow statement.
+/// Here's the question: what is …?"); a text with no "?" is all asking.
+fn split_asking(question: &str) -> (&str, &str, &str) {
+    let Some(end) = question.find('?') else {
+        return ("", question, "");
+    };
+    let through = &question[..=end];
+    let last = split_inline(through).pop().unwrap_or_default();
+    let mut start = through.len() - last.len().min(through.len());
+    if let Some(colon) = through[start..].rfind(": ") {
+        start += colon + 1;
+    }
+    (
+        &question[..start],
+        question[start..=end].trim_start(),
+        &question[end + 1..],
+    )
 }
 
 /// Names and codes: "Ibuprofen" inside a question (when `capital_is_name`), "NASA", "XR",
@@ -160,8 +265,8 @@ pub(super) struct Scorer<'q> {
     ids: HashMap<&'q str, usize>,
     /// IDF of each query term, in the order of `query.terms`.
     idf: Vec<f32>,
-    /// Sum of IDF over the question's own terms: what full coverage earns.
-    total: f32,
+    /// Sum of IDF over the terms of each part of the question: what its full coverage earns.
+    totals: Vec<f32>,
     average_len: f32,
 }
 
@@ -200,18 +305,17 @@ impl<'q> Scorer<'q> {
                 (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
             })
             .collect();
-        let total = query
-            .terms
-            .iter()
-            .zip(&idf)
-            .filter(|(q, _)| q.asked)
-            .map(|(_, idf)| idf)
-            .sum();
+        let mut totals = vec![0.0; query.parts];
+        for (q, idf) in query.terms.iter().zip(&idf) {
+            if q.asked {
+                q.parts.iter().for_each(|&part| totals[part] += idf);
+            }
+        }
         Self {
             query,
             ids,
             idf,
-            total,
+            totals,
             average_len: (lengths as f32 / count.max(1) as f32).max(1.0),
         }
     }
@@ -231,7 +335,8 @@ impl<'q> Scorer<'q> {
         // terse fragment ("The pump is not self-priming.") to the sentence that explains.
         let len = (sentence.len() as f32).max(self.average_len);
         let norm = K1 * (1.0 - B + B * len / self.average_len);
-        let (mut score, mut matched, mut key, mut count) = (0.0, 0.0, false, 0);
+        let (mut score, mut key, mut count) = (0.0, false, 0);
+        let mut matched = vec![0.0; self.totals.len()];
         for (id, q) in self.query.terms.iter().enumerate() {
             if tf[id] == 0 {
                 continue;
@@ -239,12 +344,14 @@ impl<'q> Scorer<'q> {
             let tf = tf[id] as f32;
             score += q.weight * self.idf[id] * tf * (K1 + 1.0) / (tf + norm);
             if q.asked {
-                matched += self.idf[id];
+                q.parts
+                    .iter()
+                    .for_each(|&part| matched[part] += self.idf[id]);
                 key |= q.key;
                 count += 1;
             }
         }
-        if matched == 0.0 {
+        if count == 0 {
             return Match {
                 score: 0.0,
                 coverage: 0.0,
@@ -264,7 +371,12 @@ impl<'q> Scorer<'q> {
         }
         Match {
             score,
-            coverage: matched / self.total,
+            coverage: matched
+                .iter()
+                .zip(&self.totals)
+                .filter(|(_, total)| **total > 0.0)
+                .map(|(matched, total)| matched / total)
+                .fold(0.0, f32::max),
             key,
             terms: count,
         }
@@ -398,5 +510,52 @@ mod tests {
         let scorer = Scorer::new(&query, sentences.iter().map(Vec::as_slice));
         let [together, apart] = [0, 1].map(|n| scorer.score(&sentences[n], &[]).score);
         assert!(together > apart * 1.2, "{together} {apart}");
+    }
+
+    #[test]
+    fn the_sentence_that_asks_and_its_definitions_are_what_is_covered() {
+        let question = "You are an analyst. Here's the question: what is the operating cash \
+                        flow ratio for Acme? It is defined as: cash from operations / total \
+                        current liabilities. Round your answer to two decimal places.";
+        let (before, asking, after) = split_asking(question);
+        assert_eq!(before, "You are an analyst. Here's the question:");
+        assert_eq!(asking, "what is the operating cash flow ratio for Acme?");
+        assert_eq!(
+            definitions(after),
+            ["cash from operations / total current liabilities."]
+        );
+        let query = Query::new(question, &[]);
+        let sentences: Vec<Vec<String>> = [
+            "Total current liabilities 2,213.6 1,900.1",
+            "Round the figures to two decimal places.",
+            "The operating cash flow ratio of Acme rose.",
+            "Revenue grew in every region.",
+        ]
+        .iter()
+        .map(|s| terms(s))
+        .collect();
+        let scorer = Scorer::new(&query, sentences.iter().map(Vec::as_slice));
+        let found: Vec<Match> = sentences.iter().map(|s| scorer.score(s, &[])).collect();
+        // A term of the definition is part of the question: its row covers that part.
+        assert!(found[0].coverage >= 0.5, "{:?}", found[0]);
+        // Instructions rank a sentence but are not what is asked.
+        assert!(
+            found[1].score > 0.0 && found[1].coverage == 0.0,
+            "{:?}",
+            found[1]
+        );
+        assert!(found[2].coverage >= 0.9, "{:?}", found[2]);
+        assert_eq!(found[3].score, 0.0);
+        // Abbreviations and initials do not end the sentence that asks.
+        assert_eq!(
+            split_asking("What did Dr. Smith and the U.S. Army find? Say briefly."),
+            (
+                "",
+                "What did Dr. Smith and the U.S. Army find?",
+                " Say briefly."
+            )
+        );
+        // Without a "?", the whole text asks.
+        assert_eq!(split_asking("prime the pump"), ("", "prime the pump", ""));
     }
 }

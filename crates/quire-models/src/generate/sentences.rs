@@ -182,9 +182,46 @@ fn ends_sentence(text: &str) -> bool {
         .ends_with(['.', '!', '?', ':', ';', '…'])
 }
 
-/// A table row as the parsers write it (` | ` between cells), or a tab-separated line.
+/// A table row as the parsers write it (` | ` between cells), a tab-separated line, or a
+/// line of a PDF's table ([`is_figure_row`]).
 fn is_table_row(line: &str) -> bool {
-    line.contains(" | ") || line.starts_with('|') || line.contains('\t')
+    line.contains(" | ") || line.starts_with('|') || line.contains('\t') || is_figure_row(line)
+}
+
+/// Fewest figures ending a line of a PDF's table: the columns of a statement ("2022 2021").
+/// A line of prose seldom ends with two numbers in a row.
+const MIN_ROW_FIGURES: usize = 2;
+
+/// Whether `line` reads as a row of a table whose cells lost their borders (a PDF's
+/// statement): a label with letters, then at least [`MIN_ROW_FIGURES`] figures ("Income tax
+/// (expense)/benefit (31) 743 2,535", "Accounts payable $ 1,174 $ 1,587", "Total — 12.5%").
+/// Each such line is a fact of its own, where joined to the next it would be a run-on.
+pub(super) fn is_figure_row(line: &str) -> bool {
+    let mut figures = 0;
+    for token in line.split_whitespace().rev() {
+        if is_figure(token) {
+            figures += 1;
+        } else if !matches!(token, "$" | "€" | "£" | "%") {
+            return figures >= MIN_ROW_FIGURES && token.chars().any(char::is_alphabetic);
+        }
+    }
+    false
+}
+
+/// A cell of figures: "2,535", "(31)", "$55,893", "($4,935)", "23.5%", or a dash for none.
+fn is_figure(token: &str) -> bool {
+    if matches!(token, "—" | "–" | "-") {
+        return true;
+    }
+    let core = token
+        .trim_start_matches(['(', '$', '€', '£'])
+        .trim_end_matches([')', '%', ',', ';']);
+    // "2021." ends a sentence of prose.
+    !core.ends_with('.')
+        && core.starts_with(|c: char| c.is_ascii_digit())
+        && core
+            .chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, ',' | '.'))
 }
 
 /// The text of a list item without its marker (`-`, `*`, `•`, `1.`, `2)`, `a)`), or `None`
@@ -221,8 +258,8 @@ fn marker_len(line: &str) -> usize {
     }
 }
 
-/// Splits a paragraph at sentence ends.
-fn split_inline(text: &str) -> Vec<String> {
+/// Splits a paragraph at sentence ends; the last piece is the text's own end.
+pub(super) fn split_inline(text: &str) -> Vec<String> {
     let chars: Vec<char> = text.chars().collect();
     let mut pieces = Vec::new();
     let (mut start, mut i) = (0, 0);
@@ -505,6 +542,45 @@ mod tests {
             [
                 "Dry running destroys the seal within seconds.",
                 "Earlier reports and a review agree [sic] on this.",
+            ]
+        );
+    }
+
+    #[test]
+    fn each_line_of_a_pdf_statement_is_a_row_of_its_own() {
+        let statement = "Consolidated Statements of Operations\n\
+                         Years ended December 31, 2022 2021\n\
+                         Income tax (expense)/benefit (31) 743\n\
+                         Accounts payable $ 1,174 $ 1,587\n\
+                         Net loss attributable to shareholders ($4,935) ($4,202)";
+        assert_eq!(
+            split_sentences(statement),
+            [
+                "Years ended December 31, 2022 2021",
+                "Income tax (expense)/benefit (31) 743",
+                "Accounts payable $ 1,174 $ 1,587",
+                "Net loss attributable to shareholders ($4,935) ($4,202)",
+            ]
+        );
+        assert!(is_figure_row("Total — 12.5% 10.1%"));
+        // Prose ending with a year or one figure, and figures without a label, are not rows.
+        for line in [
+            "Sales rose in 2021 and 2020.",
+            "Sales rose to 1,500",
+            "2,133 1,836",
+            "Revenue was $5 in 2021.",
+        ] {
+            assert!(!is_figure_row(line), "{line}");
+        }
+        // A wrapped line of prose that happens to end with a figure stays joined.
+        assert_eq!(
+            split_sentences(
+                "Across all regions the company's sales in the year rose to 1,500\n\
+                 units, the most since the plant opened."
+            ),
+            [
+                "Across all regions the company's sales in the year rose to 1,500 units, the \
+                 most since the plant opened."
             ]
         );
     }

@@ -33,8 +33,8 @@ use super::terms::{fold, raw_words};
 pub(super) struct Demands {
     /// Names (the longest word of each, folded) and numbers the question gives.
     specifics: Vec<Specific>,
-    /// Numbers the question gives, without their thousands separators ("38,000" → "38000").
-    numbers: Vec<String>,
+    /// Numbers the question gives.
+    numbers: Vec<Figure>,
     /// The question is negated.
     negated: bool,
     /// The words of the sentence that asks (up to the first "?"), folded: instructions after
@@ -229,9 +229,9 @@ impl Demands {
         let negated = is_negated(&lower.replace("or not", "").replace("may not", ""));
         Self {
             specifics,
-            numbers: numbers(asking)
+            numbers: figures(asking)
                 .into_iter()
-                .filter(|n| n.len() >= 2)
+                .filter(|n| n.value.len() >= 2)
                 .collect(),
             negated,
             kind: kind(&folded),
@@ -280,7 +280,11 @@ impl Demands {
     /// Whether `words` hold every number and name of the question (a sentence, `sentence`,
     /// with the question's product codes needs no brand name beside them).
     fn says(&self, sentence: &str, words: &DocumentWords) -> bool {
-        if !self.numbers.iter().all(|n| words.numbers.contains(n)) {
+        if !self
+            .numbers
+            .iter()
+            .all(|n| words.numbers.contains(&n.value))
+        {
             return false;
         }
         let has = |words: &DocumentWords, s: &Specific| {
@@ -308,22 +312,23 @@ impl Demands {
     /// Whether `sentence` (its words `said`, read under `frame`) gives, in place of a number
     /// of the question,
     /// another of its kind: "in 1974" where the question asks about 1979, "November 7" for
-    /// "December 25th". Numbers of the same count of digits are of one kind. A sentence with
+    /// "December 25th". Numbers of one [`Figure::kind`] stand in for each other. A sentence with
     /// no such number says nothing against the question: a line of a table or a page is
     /// qualified by its column header or running head.
     fn states_other_numbers(&self, sentence: &str, said: &HashSet<String>, frame: &str) -> bool {
-        let mut here = numbers(sentence);
-        here.extend(numbers(frame));
-        let digits = |n: &str| {
-            (
-                n.chars().filter(char::is_ascii_digit).count(),
-                n.contains('.'),
-            )
-        };
-        let other_figure = self
-            .numbers
-            .iter()
-            .any(|asked| !here.contains(asked) && here.iter().any(|n| digits(n) == digits(asked)));
+        let mut here = figures(sentence);
+        here.extend(figures(frame));
+        // Of several asked figures of one kind ("in FY2021, FY2022 and FY2023") one is
+        // enough: each sentence tells of one of them.
+        let other_figure = self.numbers.iter().any(|asked| {
+            let of_kind = |n: &Figure| n.kind() == asked.kind();
+            here.iter().any(of_kind)
+                && !self
+                    .numbers
+                    .iter()
+                    .filter(|a| of_kind(a))
+                    .any(|a| here.iter().any(|n| n.value == a.value))
+        });
         // The same for numbers in words: "a fourth source" against "a third source".
         let other_word = [CARDINALS, ORDINALS].iter().any(|kind| {
             let asked: Vec<&&str> = kind.iter().filter(|w| self.asked.contains(**w)).collect();
@@ -431,27 +436,56 @@ impl DocumentWords {
     }
 }
 
+/// A number as written.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Figure {
+    /// Its digits and decimal point, thousands separators dropped ("$38,000" → "38000").
+    value: String,
+    /// Written with thousands separators: an amount ("1,283"), never a year.
+    grouped: bool,
+}
+
+impl Figure {
+    /// What makes two figures of one kind, so that one stands in for the other: the count
+    /// of digits, a decimal point, and grouping ("1979" and "1974" are; "2017" and "1,283"
+    /// are not).
+    fn kind(&self) -> (usize, bool, bool) {
+        (
+            self.value.chars().filter(char::is_ascii_digit).count(),
+            self.value.contains('.'),
+            self.grouped,
+        )
+    }
+}
+
 /// The numbers written in `text`, thousands separators dropped ("$38,000" → "38000",
 /// "1.5" stays); "1000's" gives "1000".
 fn numbers(text: &str) -> Vec<String> {
+    figures(text).into_iter().map(|f| f.value).collect()
+}
+
+/// The numbers written in `text`, as [`Figure`]s.
+fn figures(text: &str) -> Vec<Figure> {
     let chars: Vec<char> = text.chars().collect();
     let mut out = Vec::new();
-    let mut current = String::new();
+    let mut current = Figure::default();
     for (i, &c) in chars.iter().enumerate() {
         let joins = matches!(c, ',' | '.')
-            && !current.is_empty()
+            && !current.value.is_empty()
             && chars.get(i + 1).is_some_and(char::is_ascii_digit);
         if c.is_ascii_digit() {
-            current.push(c);
+            current.value.push(c);
         } else if joins {
             if c == '.' {
-                current.push(c);
+                current.value.push(c);
+            } else {
+                current.grouped = true;
             }
-        } else if !current.is_empty() {
+        } else if !current.value.is_empty() {
             out.push(std::mem::take(&mut current));
         }
     }
-    if !current.is_empty() {
+    if !current.value.is_empty() {
         out.push(current);
     }
     out

@@ -267,3 +267,33 @@ fn before_is_not_after_and_new_is_not_old() {
     let both = "Before and after the war the college admitted women.";
     assert!(demands.met_by(both, both, &document(both)));
 }
+
+#[test]
+fn an_amount_is_not_a_year_and_one_of_several_years_is_enough() {
+    let statement = "Consolidated net income 1,283 6,550 7,366";
+    let words = document(&format!("The statements for 2017 follow. {statement}"));
+    let asked = Demands::of("What was the net income in 2017?");
+    // "1,283" is an amount, of another kind than the year asked: the row's column header
+    // may well say 2017.
+    assert_eq!(
+        asked.support(statement, statement, &words, &words),
+        Support::Supported
+    );
+    let other_year = "Net income in 2016 was 6,550.";
+    assert_eq!(
+        asked.support(other_year, "", &words, &words),
+        Support::Unfit
+    );
+    // Of the years a question lists, a sentence tells of one.
+    let listed = "On August 1, 2022, the Company completed the acquisition of a plant.";
+    let words = document(&format!("{listed} In 2021 and 2023 it bought nothing."));
+    let acquisitions = Demands::of("What acquisitions were made in 2021, 2022 and 2023?");
+    assert_eq!(
+        acquisitions.support(listed, "", &words, &words),
+        Support::Supported
+    );
+    assert_eq!(
+        acquisitions.support("In 2019 it sold a plant.", "", &words, &words),
+        Support::Unfit
+    );
+}

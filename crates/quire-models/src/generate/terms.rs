@@ -48,11 +48,22 @@ pub(super) fn term(word: &str) -> Option<String> {
     if short || STOPWORDS.binary_search(&folded.as_str()).is_ok() {
         return None;
     }
+    if let Some(year) = fiscal_year(&folded) {
+        return Some(year.to_owned());
+    }
     if folded.chars().any(|c| c.is_ascii_digit()) {
         // Codes and quantities ("d3", "2019") are compared as written.
         return Some(folded);
     }
     Some(stem(&folded))
+}
+
+/// The year of a fiscal year written as a code ("fy2022" → "2022"): filings write "fiscal
+/// 2022" or a column headed "2022", never the code.
+fn fiscal_year(folded: &str) -> Option<&str> {
+    folded
+        .strip_prefix("fy")
+        .filter(|year| year.len() == 4 && year.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Whether `folded` (lower case, folded) is a stopword.
@@ -197,5 +208,13 @@ mod tests {
             ["prim", "pump", "cas", "d3", "model", "3"]
         );
         assert!(terms("What is it about?").is_empty());
+    }
+
+    #[test]
+    fn a_fiscal_year_code_is_its_year() {
+        assert_eq!(terms("FY2022 revenue"), terms("2022 revenue"));
+        // Only the four-digit year: other codes stay as written.
+        assert_eq!(term("FY22").as_deref(), Some("fy22"));
+        assert_eq!(term("FYI2022").as_deref(), Some("fyi2022"));
     }
 }

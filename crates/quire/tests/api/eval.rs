@@ -196,3 +196,85 @@ async fn eval_pii_scores_a_dataset_and_lists_held_files() {
     assert!(!held.contains("paper.txt"), "{stdout}");
     assert!(stdout.contains("throughput:"), "{stdout}");
 }
+
+/// `quire eval answers` on FinanceBench's layout, with a filing written by the test: the
+/// answer quotes the statement rows its question's definition names, cites their pages, and
+/// the dump holds every passage the answerer was given.
+#[tokio::test]
+async fn eval_answers_cites_the_statement_rows_of_a_financebench_question() {
+    let dir = tempfile::tempdir().unwrap();
+    let pdfs = dir.path().join("pdfs");
+    std::fs::create_dir(&pdfs).unwrap();
+    let filing = quire_parse::fixtures::pdf(&[
+        (
+            "Acme Corporation makes pumps for water utilities in 40 countries.",
+            None,
+        ),
+        (
+            "Consolidated Balance Sheets\nDecember 31, 2022 2021\n\
+             Total current assets 3,754 3,640\nTotal current liabilities 2,213 2,494",
+            None,
+        ),
+        (
+            "Consolidated Statements of Cash Flows\nYears ended December 31, 2022 2021\n\
+             Net cash provided by operating activities 1,469 1,287",
+            None,
+        ),
+    ]);
+    std::fs::write(pdfs.join("ACME_2022_10K.pdf"), filing).unwrap();
+    let question = "What is the FY2022 operating cash flow ratio for Acme? Operating cash \
+                    flow ratio is defined as: cash from operations / total current \
+                    liabilities. Round your answer to two decimal places.";
+    let line = serde_json::json!({
+        "question": question,
+        "doc_name": "ACME_2022_10K",
+        "evidence": [
+            {"doc_name": "ACME_2022_10K", "evidence_page_num": 1},
+            {"doc_name": "ACME_2022_10K", "evidence_page_num": 2},
+        ],
+    });
+    let questions = dir.path().join("questions.jsonl");
+    std::fs::write(&questions, format!("{line}\n")).unwrap();
+    let dump = dir.path().join("dump.jsonl");
+    let stdout = successful_stdout(
+        Command::new(env!("CARGO_BIN_EXE_quire"))
+            .args(["eval", "answers", "--format", "financebench"])
+            .arg("--questions")
+            .arg(&questions)
+            .arg("--documents")
+            .arg(&pdfs)
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
+            .arg("--dump")
+            .arg(&dump)
+            .env_remove("QUIRE_EMBEDDING_MODEL_DIR")
+            .env("QUIRE_EMBEDDING_USE_CACHED_MODEL", "false"),
+    )
+    .await;
+    assert!(
+        stdout.contains("citing an evidence page   1.000"),
+        "{stdout}"
+    );
+    let dumped: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(&dump).unwrap().trim()).unwrap();
+    let answer = dumped["answer"].as_str().unwrap();
+    assert!(
+        answer.contains("Total current liabilities 2,213 2,494")
+            && answer.contains("Net cash provided by operating activities 1,469 1,287"),
+        "{dumped}"
+    );
+    let pages = |field: &str| -> Vec<u64> {
+        dumped[field]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p.get("page").unwrap_or(&p[1]).as_u64().unwrap())
+            .collect()
+    };
+    let cited = pages("cited");
+    assert!(cited.contains(&2) && cited.contains(&3), "{dumped}");
+    let mut retrieved = pages("retrieved");
+    retrieved.sort_unstable();
+    assert_eq!(retrieved, [1, 2, 3], "{dumped}");
+    assert!(dumped["retrieved"][0]["content"].is_string(), "{dumped}");
+}
