@@ -259,6 +259,7 @@ impl SyncRequest {
                         .unwrap_or(quire_sync::web::DEFAULT_MAX_DEPTH),
                     allow_private: settings.allow_private_targets,
                     max_page_bytes: services.max_upload_bytes(),
+                    spool_in: Some(services.ingest.staging_directory().to_owned()),
                 };
                 Box::new(WebOrigin::new(&spec, patterns).map_err(invalid)?)
             }

@@ -113,13 +113,19 @@ impl StagedUpload {
 }
 
 impl Staging {
-    /// Uses `<data_dir>/tmp`, creating it, and clears staging files left by a previous run
-    /// that stopped mid-upload. Unbounded until [`Staging::with_limits`].
+    /// Uses `<data_dir>/tmp`, creating it, and clears what a previous run that stopped
+    /// mid-work left there: staging files of uploads, and spool directories of syncs.
+    /// Unbounded until [`Staging::with_limits`].
     pub fn open(data_dir: &Path) -> io::Result<Self> {
         let staging = data_dir.join("tmp");
         if staging.exists() {
             for entry in std::fs::read_dir(&staging)? {
-                let _ = std::fs::remove_file(entry?.path());
+                let path = entry?.path();
+                let _ = if path.is_dir() {
+                    std::fs::remove_dir_all(&path)
+                } else {
+                    std::fs::remove_file(&path)
+                };
             }
         }
         std::fs::create_dir_all(&staging)?;
@@ -196,6 +202,12 @@ impl Staging {
             ));
         }
         Ok(())
+    }
+
+    /// The staging area's directory, where a sync spools what it fetched (cleared at the
+    /// next start if the process dies before it does).
+    pub fn directory(&self) -> &Path {
+        &self.staging
     }
 
     /// A new empty file in the staging area, removed when dropped.
@@ -308,6 +320,18 @@ mod tests {
                 min_free_bytes: u64::MAX,
             });
         assert!(matches!(staging.stage(100).await, Err(StageError::Full(_))));
+    }
+
+    #[test]
+    fn what_a_stopped_process_left_in_staging_is_cleared_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let staging = dir.path().join("tmp");
+        std::fs::create_dir_all(staging.join("web-abc")).unwrap();
+        std::fs::write(staging.join("web-abc").join("0.page"), b"<html>").unwrap();
+        std::fs::write(staging.join("upload-xyz"), b"half an upload").unwrap();
+        let opened = Staging::open(dir.path()).unwrap();
+        assert_eq!(opened.directory(), staging);
+        assert_eq!(std::fs::read_dir(&staging).unwrap().count(), 0);
     }
 
     #[tokio::test]

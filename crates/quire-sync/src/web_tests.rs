@@ -102,6 +102,7 @@ impl Site {
             max_depth,
             allow_private: false,
             max_page_bytes,
+            spool_in: None,
         };
         WebOrigin::new(&spec, patterns)
             .unwrap()
@@ -289,6 +290,41 @@ async fn a_pages_body_is_served_from_the_listing_without_a_second_request() {
     site.take_log();
     assert!(text(&origin, &items[1]).await.contains("Pumps text."));
     assert!(site.take_log().is_empty(), "open() read the spooled page");
+}
+
+#[tokio::test]
+async fn a_runs_pages_wait_in_a_directory_of_its_own_under_the_given_one() {
+    let site = Site::start().await;
+    site.page("/docs/", &link_page("Home", &["a.html"]));
+    site.page("/docs/a.html", &link_page("Pumps", &[]));
+    let staging = tempfile::tempdir().unwrap();
+    let spec = WebSpec {
+        url: site.url("/docs/"),
+        max_pages: 100,
+        max_depth: 3,
+        allow_private: false,
+        max_page_bytes: 1 << 20,
+        spool_in: Some(staging.path().to_owned()),
+    };
+    let origin = WebOrigin::new(&spec, Patterns::all())
+        .unwrap()
+        .with_test_site(site.addr);
+    let spooled = || {
+        std::fs::read_dir(staging.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+    };
+    let items = origin.list().await.unwrap();
+    let during = spooled();
+    assert!(
+        during.len() == 1 && during[0].starts_with("web-"),
+        "{during:?}"
+    );
+    assert!(text(&origin, &items[1]).await.contains("Pumps text."));
+    // The run's end (the origin dropped) takes its pages with it.
+    drop(origin);
+    assert!(spooled().is_empty(), "{:?}", spooled());
 }
 
 #[tokio::test]
@@ -535,6 +571,7 @@ async fn a_redirect_to_an_internal_address_is_refused_by_the_guard() {
         max_depth: 1,
         allow_private: false,
         max_page_bytes: 1 << 20,
+        spool_in: None,
     };
     site.take_log();
     let refused = WebOrigin::new(&spec, Patterns::all())
@@ -657,6 +694,7 @@ fn bad_urls_are_invalid() {
             max_depth: 0,
             allow_private: false,
             max_page_bytes: 1,
+            spool_in: None,
         };
         assert!(
             matches!(

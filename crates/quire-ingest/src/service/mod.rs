@@ -8,7 +8,7 @@ mod processing;
 mod reading;
 mod removal;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use chrono::Duration;
@@ -227,6 +227,13 @@ impl Ingest {
     /// The settings in force.
     pub fn settings(&self) -> &IngestSettings {
         &self.settings
+    }
+
+    /// The data directory's staging area (`<data_dir>/tmp`): where a sync spools what it
+    /// fetched, so that a process that dies mid-run leaves nothing behind after its next
+    /// start.
+    pub fn staging_directory(&self) -> &Path {
+        self.staging.directory()
     }
 
     /// Where a document's chunks and vectors are written, and removed from.

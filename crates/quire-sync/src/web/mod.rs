@@ -71,6 +71,11 @@ pub struct WebSpec {
     pub allow_private: bool,
     /// The largest page taken, in bytes (`limits.max_upload_bytes`).
     pub max_page_bytes: u64,
+    /// Where a run's fetched pages wait for their upload: a directory of its own is made
+    /// in it, and removed when the run ends. The server's staging area, cleared at start,
+    /// so a run cut short by a kill leaves nothing behind; `None`: the system's temporary
+    /// directory.
+    pub spool_in: Option<PathBuf>,
 }
 
 /// Where a fetched page waits for [`Origin::open`].
@@ -107,6 +112,7 @@ pub struct WebOrigin {
     fetcher: Fetcher,
     robots: tokio::sync::Mutex<Option<Arc<Robots>>>,
     bodies: Mutex<HashMap<String, Body>>,
+    spool_in: Option<PathBuf>,
     spool: Mutex<Option<tempfile::TempDir>>,
 }
 
@@ -148,6 +154,7 @@ impl WebOrigin {
             fetcher,
             robots: tokio::sync::Mutex::new(None),
             bodies: Mutex::new(HashMap::new()),
+            spool_in: spec.spool_in.clone(),
             spool: Mutex::new(None),
         })
     }
@@ -356,14 +363,15 @@ impl WebOrigin {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             if spool.is_none() {
-                *spool = Some(
-                    tempfile::Builder::new()
-                        .prefix("quire-web-")
-                        .tempdir()
-                        .map_err(|e| {
-                            SyncError::Origin(format!("could not make a spool directory: {e}"))
-                        })?,
-                );
+                let mut builder = tempfile::Builder::new();
+                builder.prefix("web-");
+                let made = match &self.spool_in {
+                    Some(dir) => builder.tempdir_in(dir),
+                    None => builder.tempdir(),
+                };
+                *spool = Some(made.map_err(|e| {
+                    SyncError::Origin(format!("could not make a spool directory: {e}"))
+                })?);
             }
             spool
                 .as_ref()

@@ -561,6 +561,7 @@ async fn killing_the_server_mid_sync_fails_the_run_and_the_next_adds_nothing_twi
         json!({"name": "Notes", "type": "folder",
             "sync": {"path": folder.path(), "intervalSeconds": 0}}),
         env,
+        false,
     )
     .await;
 }
@@ -586,6 +587,7 @@ async fn killing_the_server_mid_s3_sync_fails_the_run_and_the_next_adds_nothing_
             "secretAccessKey": s3("QUIRE_TEST_S3_SECRET_ACCESS_KEY"),
             "allowHttp": true, "intervalSeconds": 0}}),
         Vec::new(),
+        false,
     )
     .await;
     std::fs::remove_dir_all(&objects).unwrap();
@@ -615,6 +617,7 @@ async fn killing_the_server_mid_web_sync_fails_the_run_and_the_next_adds_nothing
         json!({"name": "Site", "type": "web",
             "sync": {"url": site.url("/sitemap.xml"), "maxPages": 1000, "intervalSeconds": 0}}),
         vec![("QUIRE_CONNECTORS_ALLOW_PRIVATE_TARGETS", "true".to_owned())],
+        true,
     )
     .await;
 }
@@ -622,8 +625,9 @@ async fn killing_the_server_mid_web_sync_fails_the_run_and_the_next_adds_nothing
 /// Creates the syncing source `source` on a server (with `origin_env` added), kills the
 /// server with SIGKILL while the first run takes its [`SYNC_ITEMS`] items, and starts it
 /// again: the cut-short run is failed, a new run follows by itself, and each item is one
-/// document.
-async fn kill_mid_sync(source: Value, origin_env: Vec<(&'static str, String)>) {
+/// document. An origin that `spools` what it fetched leaves it in the data directory's
+/// staging area when killed, and nothing there once the next run has ended.
+async fn kill_mid_sync(source: Value, origin_env: Vec<(&'static str, String)>, spools: bool) {
     let dir = tempfile::tempdir().unwrap();
     let env = || {
         let mut env = crate::helpers::store_env(dir.path());
@@ -652,6 +656,11 @@ async fn kill_mid_sync(source: Value, origin_env: Vec<(&'static str, String)>) {
         taken < SYNC_ITEMS,
         "the run ended before the kill ({taken} documents)"
     );
+    assert_eq!(
+        spool_directories(dir.path()) > 0,
+        spools,
+        "a killed run's spool is in the data directory only if its origin spools"
+    );
 
     let server = Server::start_with(dir.path(), env()).await;
     // The run the kill cut short is failed at start; the sync it was doing is still due, so
@@ -669,7 +678,22 @@ async fn kill_mid_sync(source: Value, origin_env: Vec<(&'static str, String)>) {
     assert_eq!(ended["failed"], 0, "{ended}");
     assert!(ended["unchanged"].as_u64().unwrap() >= 10, "{ended}");
     each_item_once(&ended, &documents(&client, &server, &key, &source).await);
+    // The killed run's spool went at the start, the second run's when it ended.
+    crate::helpers::poll(Duration::from_secs(10), "an empty staging area", || async {
+        (spool_directories(dir.path()) == 0).then_some(())
+    })
+    .await;
     server.kill().await;
+}
+
+/// How many directories a sync spooled into `data_dir`'s staging area.
+fn spool_directories(data_dir: &Path) -> usize {
+    std::fs::read_dir(data_dir.join("tmp")).map_or(0, |entries| {
+        entries
+            .filter_map(Result::ok)
+            .filter(|e| e.path().is_dir())
+            .count()
+    })
 }
 
 /// A temporary folder of [`SYNC_ITEMS`] Markdown files, [`sync_item_text`] each.
