@@ -409,8 +409,8 @@ fn document_words(passages: &[Passage]) -> HashMap<&str, DocumentWords> {
 }
 
 /// What qualifies `sentence` of `passage` beside the sentence itself: a table row (cells
-/// joined by ` | `, or a PDF's line of figures) is read under its table, whose header names the columns; a sentence under
-/// its section heading.
+/// joined by ` | `, or a PDF's line of figures) is read under its table, whose header names
+/// the columns; a sentence under its section heading.
 fn frame<'p>(passage: &'p Passage, sentence: &str) -> &'p str {
     if is_row(sentence) {
         &passage.content
