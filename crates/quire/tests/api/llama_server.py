@@ -5,7 +5,7 @@ Run with the Python that scripts/llama-server prints. Prints the API root
 (`http://127.0.0.1:PORT/v1`) on stdout once the server answers `/health`, then serves until it
 is killed or its stdin closes (so a test process that dies takes its servers with it).
 
-    python llama_server.py [--port N] [--model FILE.gguf]
+    python llama_server.py [--port N] [--model FILE.gguf] [--ctx TOKENS]
 """
 
 import argparse
@@ -50,13 +50,19 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--model", help="a GGUF file; the packaged SmolLM2 by default")
+    parser.add_argument(
+        "--ctx",
+        type=int,
+        default=4096,
+        help="context window in tokens (SmolLM2 was trained on 8192; ten FinanceBench passages need more than 4096)",
+    )
     args = parser.parse_args()
 
     params = xllamacpp.CommonParams()
     params.model.path = args.model or packaged_model()
     params.model_alias = {"smollm2"}
     params.port = args.port
-    params.n_ctx = 4096
+    params.n_ctx = args.ctx
     # One request at a time, as one local model serves: a request it did not stop holds the next.
     params.n_parallel = 1
     # Two cores shared with the test process and the build: more threads only contend.
