@@ -16,7 +16,7 @@ use std::collections::{HashMap, HashSet};
 use async_trait::async_trait;
 
 use super::relevance::{Match, Query, Scorer};
-use super::sentences::{is_figure_row, split_sentences};
+use super::sentences::{is_table_row, split_sentences};
 use super::support::{Demands, DocumentWords, Support};
 use super::terms::terms;
 use super::{GenerateError, Generator, Grounding, Passage, TextStream, Turn};
@@ -254,7 +254,7 @@ impl Extractive {
         // of its own, and the next row another.
         let quoted: HashSet<(usize, usize)> = chosen.iter().map(|c| (c.passage, c.order)).collect();
         for quote in &mut chosen {
-            if is_row(&quote.text) {
+            if is_table_row(&quote.text) {
                 continue;
             }
             if let Some(next) = texts.get(&(quote.passage, quote.order + 1))
@@ -412,17 +412,11 @@ fn document_words(passages: &[Passage]) -> HashMap<&str, DocumentWords> {
 /// joined by ` | `, or a PDF's line of figures) is read under its table, whose header names
 /// the columns; a sentence under its section heading.
 fn frame<'p>(passage: &'p Passage, sentence: &str) -> &'p str {
-    if is_row(sentence) {
+    if is_table_row(sentence) {
         &passage.content
     } else {
         passage.section.as_deref().unwrap_or_default()
     }
-}
-
-/// Whether a quotable sentence is a table's row: cells joined by ` | `, or a PDF's line of
-/// figures.
-fn is_row(sentence: &str) -> bool {
-    sentence.contains(" | ") || is_figure_row(sentence)
 }
 
 /// Terms of the passage's section and document name (without extension), which often name

@@ -54,8 +54,6 @@ pub(super) struct Query {
     terms: Vec<QueryTerm>,
     /// Consecutive terms (indices into `terms`, stopwords skipped) and their weight.
     phrases: Vec<(usize, usize, f32)>,
-    /// How many parts coverage is measured on (see [`QueryTerm::parts`]).
-    parts: usize,
 }
 
 /// The part of a question that asks.
@@ -80,12 +78,6 @@ impl Query {
         if !query.terms.iter().any(|q| q.parts.contains(&ASKING)) {
             query.terms.iter_mut().for_each(|q| q.parts.push(ASKING));
         }
-        query.parts = query
-            .terms
-            .iter()
-            .flat_map(|q| q.parts.iter().copied())
-            .max()
-            .map_or(0, |p| p + 1);
         if query.terms.len() <= FOLLOW_UP_TERMS
             && let Some(previous) = history
                 .iter()
@@ -96,7 +88,6 @@ impl Query {
             // With no term of its own ("Why?"), the question is about the previous subject.
             let asked = query.terms.is_empty();
             query.add(previous, HISTORY_WEIGHT, asked, asked.then_some(ASKING));
-            query.parts = query.parts.max(1);
         }
         query
     }
@@ -108,24 +99,24 @@ impl Query {
 
     /// Whether `terms` (a sentence's) hold a term of the question itself.
     pub(super) fn shares_a_term(&self, terms: &[String]) -> bool {
-        self.terms
-            .iter()
-            .any(|q| q.asked && terms.contains(&q.term))
+        self.asked_in(terms).next().is_some()
     }
 
     /// How many distinct terms of the question itself `terms` hold.
     pub(super) fn holds(&self, terms: &[String]) -> usize {
-        self.terms
-            .iter()
-            .filter(|q| q.asked && terms.contains(&q.term))
-            .count()
+        self.asked_in(terms).count()
     }
 
     /// Whether `terms` hold a name or code of the question itself.
     pub(super) fn names(&self, terms: &[String]) -> bool {
+        self.asked_in(terms).any(|q| q.key)
+    }
+
+    /// The terms of the question itself that `terms` hold.
+    fn asked_in<'a>(&'a self, terms: &'a [String]) -> impl Iterator<Item = &'a QueryTerm> {
         self.terms
             .iter()
-            .any(|q| q.asked && q.key && terms.contains(&q.term))
+            .filter(move |q| q.asked && terms.contains(&q.term))
     }
 
     /// True when the question has no content term at all ("what is it?").
@@ -305,7 +296,13 @@ impl<'q> Scorer<'q> {
                 (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
             })
             .collect();
-        let mut totals = vec![0.0; query.parts];
+        let parts = query
+            .terms
+            .iter()
+            .flat_map(|q| q.parts.iter().copied())
+            .max()
+            .map_or(0, |last| last + 1);
+        let mut totals = vec![0.0; parts];
         for (q, idf) in query.terms.iter().zip(&idf) {
             if q.asked {
                 q.parts.iter().for_each(|&part| totals[part] += idf);

@@ -183,8 +183,8 @@ fn ends_sentence(text: &str) -> bool {
 }
 
 /// A table row as the parsers write it (` | ` between cells), a tab-separated line, or a
-/// line of a PDF's table ([`is_figure_row`]).
-fn is_table_row(line: &str) -> bool {
+/// line of a PDF's table ([`is_figure_row`]); also whether a quotable sentence is such a row.
+pub(super) fn is_table_row(line: &str) -> bool {
     line.contains(" | ") || line.starts_with('|') || line.contains('\t') || is_figure_row(line)
 }
 
@@ -196,7 +196,7 @@ const MIN_ROW_FIGURES: usize = 2;
 /// statement): a label with letters, then at least [`MIN_ROW_FIGURES`] figures ("Income tax
 /// (expense)/benefit (31) 743 2,535", "Accounts payable $ 1,174 $ 1,587", "Total — 12.5%").
 /// Each such line is a fact of its own, where joined to the next it would be a run-on.
-pub(super) fn is_figure_row(line: &str) -> bool {
+fn is_figure_row(line: &str) -> bool {
     let mut figures = 0;
     for token in line.split_whitespace().rev() {
         if is_figure(token) {

@@ -312,8 +312,8 @@ impl Demands {
     /// Whether `sentence` (its words `said`, read under `frame`) gives, in place of a number
     /// of the question,
     /// another of its kind: "in 1974" where the question asks about 1979, "November 7" for
-    /// "December 25th". Numbers of one [`Figure::kind`] stand in for each other. A sentence with
-    /// no such number says nothing against the question: a line of a table or a page is
+    /// "December 25th". Numbers of one [`Figure::kind`] stand in for each other. A sentence
+    /// with no such number says nothing against the question: a line of a table or a page is
     /// qualified by its column header or running head.
     fn states_other_numbers(&self, sentence: &str, said: &HashSet<String>, frame: &str) -> bool {
         let mut here = figures(sentence);
@@ -321,13 +321,12 @@ impl Demands {
         // Of several asked figures of one kind ("in FY2021, FY2022 and FY2023") one is
         // enough: each sentence tells of one of them.
         let other_figure = self.numbers.iter().any(|asked| {
-            let of_kind = |n: &Figure| n.kind() == asked.kind();
-            here.iter().any(of_kind)
+            let kind = asked.kind();
+            here.iter().any(|n| n.kind() == kind)
                 && !self
                     .numbers
                     .iter()
-                    .filter(|a| of_kind(a))
-                    .any(|a| here.iter().any(|n| n.value == a.value))
+                    .any(|a| a.kind() == kind && here.iter().any(|n| n.value == a.value))
         });
         // The same for numbers in words: "a fourth source" against "a third source".
         let other_word = [CARDINALS, ORDINALS].iter().any(|kind| {

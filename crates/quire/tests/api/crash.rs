@@ -269,6 +269,24 @@ pub(crate) async fn create_source(
     source["id"].as_str().unwrap().to_owned()
 }
 
+/// `GET`s `path` of `server` with `key` and returns the JSON answer.
+pub(crate) async fn get_json(
+    client: &reqwest::Client,
+    server: &Server,
+    key: &str,
+    path: &str,
+) -> Value {
+    client
+        .get(server.url(path))
+        .bearer_auth(key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 /// `POST`s `body` to `path` of `server` with `key` and returns the JSON answer.
 pub(crate) async fn post_json(
     client: &reqwest::Client,
@@ -501,15 +519,13 @@ async fn killing_the_server_during_version_switches_leaves_one_live_version() {
     .await;
     assert_eq!(docs.as_array().unwrap().len(), VERSIONED, "{docs}");
     for (id, i) in &ids {
-        let detail: Value = client
-            .get(server.url(&format!("/api/v1/sources/{source}/documents/{id}")))
-            .bearer_auth(&key)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let detail = get_json(
+            &client,
+            &server,
+            &key,
+            &format!("/api/v1/sources/{source}/documents/{id}"),
+        )
+        .await;
         let statuses: Vec<&str> = detail["versions"]
             .as_array()
             .unwrap()
@@ -718,17 +734,9 @@ pub(crate) async fn second_run_end(
     source: &str,
     limit: Duration,
 ) -> (Value, Value) {
-    let url = server.url(&format!("/api/v1/sources/{source}/syncs"));
+    let path = format!("/api/v1/sources/{source}/syncs");
     let runs = crate::helpers::poll(limit, "the second run's end", || async {
-        let runs: Value = client
-            .get(&url)
-            .bearer_auth(key)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let runs = get_json(client, server, key, &path).await;
         let runs = runs.as_array().unwrap().clone();
         (runs.len() == 2 && runs[0]["status"] != "running").then_some(runs)
     })

@@ -54,7 +54,8 @@ def main():
         "--ctx",
         type=int,
         default=4096,
-        help="context window in tokens (SmolLM2 was trained on 8192; ten FinanceBench passages need more than 4096)",
+        help="context window in tokens (SmolLM2 was trained on 8192; ten FinanceBench passages "
+        "can pass 4096: docs/generate.md)",
     )
     args = parser.parse_args()
 
